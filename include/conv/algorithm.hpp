@@ -1,0 +1,92 @@
+// conv::Algorithm: the interface every convolution strategy implements, and the registry view.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "conv/device.hpp"
+#include "conv/problem.hpp"
+
+namespace conv {
+
+/// Whether an algorithm can run a problem; `reason` says why not (oneDNN-style init checks).
+struct Applicability {
+  bool ok = true;
+  std::string reason;
+  static Applicability yes() { return {}; }
+  static Applicability no(std::string why) { return {false, std::move(why)}; }
+};
+
+/// How an algorithm's rounding error behaves.
+enum class NumericClass {
+  exact_order,     ///< sums the same products as direct convolution (direct, im2col+GEMM, oneDNN)
+  transform_based  ///< works in a transformed domain (Winograd, FFT): looser, tile-dependent bound
+};
+
+/// Everything one forward call reads and writes. Pointers are host pointers for CPU algorithms
+/// and device pointers for CUDA ones.
+struct ForwardArgs {
+  const float* x = nullptr;              ///< N x C x H x W
+  const float* w = nullptr;              ///< K x C/g x R x S; ignored when packed_weights is set
+  const float* bias = nullptr;           ///< K, or null for no bias
+  float* y = nullptr;                    ///< N x K x OH x OW, every element written
+  void* workspace = nullptr;             ///< scratch of at least workspace_bytes(problem, config)
+  size_t workspace_size = 0;             ///< bytes available at `workspace`
+  const void* packed_weights = nullptr;  ///< from pack_weights() for the same problem+config
+  int threads = 1;                       ///< CPU threads to use (>= 1)
+  void* stream = nullptr;  ///< cudaStream_t for CUDA algorithms; null = default stream
+};
+
+/// One registered strategy on one device (DESIGN.md, "The Algorithm interface").
+/// Implementations are stateless apart from caches (e.g. oneDNN primitives) and thread-safe.
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+
+  /// Stable id, e.g. "cpu.direct"; never renamed once it has appeared in a perf database.
+  virtual std::string_view id() const = 0;
+  virtual Device::Kind device() const = 0;
+  virtual NumericClass numeric_class() const = 0;
+
+  /// Whether this algorithm handles `p` (already validated), with the reason when not.
+  virtual Applicability applicable(const ConvProblem& p) const = 0;
+
+  /// The tuning space for an applicable problem: at least one config string, default first.
+  virtual std::vector<std::string> configs(const ConvProblem& p) const = 0;
+
+  /// Scratch bytes forward() needs for (p, config); exact, may be 0.
+  virtual size_t workspace_bytes(const ConvProblem& p, const std::string& config) const = 0;
+
+  /// Runs the convolution. Throws conv::Error for an unknown config ("config: ..."), a workspace
+  /// smaller than workspace_bytes() ("workspace: ..."), or a failed library call.
+  virtual void forward(const ConvProblem& p, const std::string& config,
+                       const ForwardArgs& args) const = 0;
+
+  /// Bound on max |y - y_ref| / (sum |x*w| + |bias|) over all outputs, for fp32 data
+  /// (DESIGN.md, "Tolerance per algorithm"). The tuner rejects candidates that exceed it.
+  virtual double error_bound(const ConvProblem& p, const std::string& config) const;
+
+  /// Bytes of pre-transformed weights for a Plan, or 0 when the algorithm does not pack.
+  virtual size_t packed_weights_bytes(const ConvProblem& /*p*/,
+                                      const std::string& /*config*/) const {
+    return 0;
+  }
+  /// Transforms KCRS weights `w` into `packed` (packed_weights_bytes() bytes), once per Plan.
+  virtual void pack_weights(const ConvProblem& p, const std::string& config, const float* w,
+                            void* packed, int threads) const;
+};
+
+/// Error bound for exact-order algorithms summing `n` = C/g*R*S products in fp32:
+/// 16 * u * sqrt(n) + 8 * u with u = 2^-24 (statistical rounding growth with a safety factor).
+double exact_order_error_bound(const ConvProblem& p);
+
+/// All registered algorithms in kernels/registry.cpp's order, minus those named in the
+/// comma-separated environment variable CONVTUNE_DISABLE (e.g. "cpu.fft,cuda.winograd").
+std::vector<const Algorithm*> registry();
+
+/// The registered algorithm with this id (disabled ones included: null only when unknown).
+const Algorithm* find_algorithm(std::string_view id);
+
+}  // namespace conv

@@ -1,0 +1,105 @@
+// convtune's entry points: best_forward (find + run the fastest correct kernel), forward (run one
+// named algorithm) and Plan (choose once, run many times with pre-packed weights).
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "conv/algorithm.hpp"
+#include "conv/device.hpp"
+#include "conv/error.hpp"
+#include "conv/perfdb.hpp"
+#include "conv/problem.hpp"
+
+namespace conv {
+
+/// What best_forward does when the perf database has no winner for the problem.
+enum class FindMode {
+  tune,       ///< measure every candidate now and store the results (default)
+  heuristic,  ///< pick by a cheap rule, store nothing
+  db_only     ///< throw conv::Error on a miss
+};
+/// Parses "tune", "heuristic", "db_only"; throws conv::Error naming "find_mode".
+FindMode parse_find_mode(const std::string& text);
+
+enum class ChoiceSource { perfdb, tuned, heuristic };
+const char* to_string(ChoiceSource s);
+
+struct ForwardOptions {
+  Device device = Device::cpu();
+  int threads = 0;  ///< 0 = OpenMP default; part of the fingerprint
+  /// Default tune; the environment variable CONVTUNE_FIND_MODE overrides whatever is set here.
+  FindMode find_mode = FindMode::tune;
+  /// Empty = PerfDb::default_path() ($CONVTUNE_PERFDB, else $XDG_CACHE_HOME/convtune/...).
+  std::string perfdb_path;
+  /// Candidates needing more workspace bytes than this are never chosen.
+  size_t workspace_limit = std::numeric_limits<size_t>::max();
+  /// Caller-owned workspace; null = the library allocates one (reused across calls per thread).
+  void* workspace = nullptr;
+  size_t workspace_size = 0;  ///< bytes at `workspace`
+  void* stream = nullptr;     ///< cudaStream_t for CUDA devices
+};
+
+/// What best_forward ran and where the choice came from.
+struct ForwardResult {
+  std::string algo_id;
+  std::string config;
+  ChoiceSource source = ChoiceSource::tuned;
+};
+
+/// Runs the fastest correct algorithm for `p` on options.device: the in-process cache, then the
+/// perf database (keyed by the device fingerprint and p.key()), then the find mode. Tensors as
+/// in ConvProblem (NCHW x, KCRS w, K bias or null, NCHW y). Throws conv::Error for an invalid
+/// problem, null tensors, a db_only miss, or when no candidate fits workspace_limit. An
+/// unreadable perf database is reported on stderr once and tuning happens in memory.
+ForwardResult best_forward(const ConvProblem& p, const float* x, const float* w, const float* bias,
+                           float* y, const ForwardOptions& options = {});
+
+/// Runs one named algorithm and config. `workspace` must hold the algorithm's
+/// workspace_bytes(p, config). Throws conv::Error for an unknown algo_id, an inapplicable problem
+/// (with the algorithm's reason), an unknown config, a short workspace or null tensors.
+void forward(const std::string& algo_id, const std::string& config, const ConvProblem& p,
+             const float* x, const float* w, const float* bias, float* y, void* workspace,
+             size_t workspace_size, int threads = 0);
+
+/// Chooses once for one problem, then runs it repeatedly without any lookup. pack_weights()
+/// transforms the weights once (Winograd/FFT transforms, oneDNN's blocked reorder); execute()
+/// then uses them. The Plan path has its own winner in the perf database (ExecPath::packed),
+/// chosen by the time with packed weights.
+class Plan {
+ public:
+  /// Chooses the algorithm as best_forward would, for the packed path. Throws as best_forward.
+  static Plan create(const ConvProblem& p, const ForwardOptions& options = {});
+  /// A plan for one named algorithm and config (validated now).
+  static Plan create(const ConvProblem& p, const std::string& algo_id, const std::string& config,
+                     const ForwardOptions& options = {});
+
+  Plan(Plan&&) noexcept;
+  Plan& operator=(Plan&&) noexcept;
+  ~Plan();
+
+  /// Transforms and keeps the weights (K x C/g x R x S); later execute() calls ignore their `w`.
+  /// A no-op copy-free reference for algorithms that do not pack: w is then required per call.
+  void pack_weights(const float* w);
+  bool has_packed_weights() const;
+
+  /// Runs the chosen algorithm. `w` may be null after pack_weights().
+  void execute(const float* x, const float* w, const float* bias, float* y);
+
+  const ConvProblem& problem() const;
+  const ForwardResult& choice() const;
+  size_t workspace_bytes() const;
+
+ private:
+  struct Impl;
+  explicit Plan(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Forgets the in-process winner cache (tests use it to force a perf-database read).
+void clear_winner_cache();
+
+}  // namespace conv

@@ -1,0 +1,41 @@
+// conv::Device: where a convolution runs, and the fingerprint that keys the perf database.
+#pragma once
+
+#include <string>
+
+namespace conv {
+
+/// A compute device: the host CPU, or CUDA GPU number `index`.
+struct Device {
+  enum class Kind { cpu, cuda };
+  Kind kind = Kind::cpu;
+  int index = 0;
+
+  static Device cpu() { return Device{}; }
+  static Device cuda(int i) { return Device{Kind::cuda, i}; }
+  /// Parses "cpu" or "cuda:N" (also "cuda" = "cuda:0"). Throws conv::Error naming "device".
+  static Device parse(const std::string& text);
+
+  /// "cpu" or "cuda:N".
+  std::string name() const;
+
+  /// Text identifying this device for the perf database. CPU: brand string, ISA level
+  /// (avx512/avx2/sse4.2/scalar), thread count, convtune version. Entries stored under another
+  /// fingerprint are never used. `threads` = 0 means the OpenMP default.
+  std::string fingerprint(int threads = 0) const;
+
+  bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
+};
+
+/// The instruction set the CPU kernels may use on this machine (detected with cpu_features).
+enum class CpuIsa { scalar, avx2, avx512 };
+CpuIsa cpu_isa();
+const char* to_string(CpuIsa isa);
+
+/// Resolves a thread count: 0 means omp_get_max_threads().
+int resolve_threads(int threads);
+
+/// convtune's version string ("MAJOR.MINOR.PATCH").
+const char* version();
+
+}  // namespace conv

@@ -1,0 +1,82 @@
+// conv::tune: measure every applicable candidate on one problem, check it, pick the winner.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "conv/algorithm.hpp"
+#include "conv/device.hpp"
+#include "conv/perfdb.hpp"
+#include "conv/problem.hpp"
+
+namespace conv {
+
+struct TuneOptions {
+  Device device = Device::cpu();
+  int threads = 0;          ///< 0 = OpenMP default
+  int min_runs = 5;         ///< timed runs per candidate, at least
+  double min_time_ms = 50;  ///< and at least this much timed time per candidate
+  int warmup_runs = 1;
+  double budget_ms = 120000;  ///< per-problem time budget; remaining candidates are skipped
+  std::string algo_pattern;   ///< only algorithms whose id contains one of these
+                              ///< comma-separated substrings ("" = all)
+  size_t workspace_limit = std::numeric_limits<size_t>::max();  ///< bytes
+  bool check = true;  ///< compare outputs against a trusted result
+  /// Problems up to this many FLOPs are checked against the float64 reference, larger ones
+  /// against cpu.im2col_gemm.
+  double reference_max_flops = 2e9;
+  uint64_t seed = 0x5eed;  ///< random input data seed
+};
+
+/// One candidate's measurement. Times in milliseconds; status as in PerfCandidate.
+struct CandidateResult {
+  std::string algo_id, config;
+  std::string status = "ok";
+  std::string message;
+  double median_ms = -1, min_ms = -1, max_ms = -1;
+  double packed_median_ms = -1;  ///< with weights packed once (Plan); -1 when not packable
+  int runs = 0;
+  size_t workspace_bytes = 0;
+  double max_error = -1;  ///< relative to sum|x*w| per output; -1 when not checked
+  double error_bound = 0;
+  double gflops(const ConvProblem& p) const;  ///< direct-convolution FLOPs / median time
+};
+
+/// An algorithm that was not measured at all, with the reason (inapplicable, filtered, ...).
+struct RejectedAlgorithm {
+  std::string algo_id;
+  std::string reason;
+};
+
+struct TuneResult {
+  ConvProblem problem;
+  std::string fingerprint;
+  std::vector<CandidateResult> candidates;        ///< in registry/config order
+  std::vector<RejectedAlgorithm> not_applicable;  ///< algorithms that were not candidates
+  int winner = -1;         ///< index into candidates of the fastest ok one-shot time, -1 = none
+  int packed_winner = -1;  ///< fastest ok time on the Plan path (packed time where it exists)
+  std::string reference;   ///< "float64 reference" or the trusted algorithm's id
+  double elapsed_ms = 0;
+
+  const CandidateResult* find(const std::string& algo_id) const;  ///< best ok config of algo
+  std::vector<PerfCandidate> to_records() const;
+};
+
+/// Progress callback: (candidate index, candidate count, the result just measured).
+using TuneProgress = std::function<void(size_t, size_t, const CandidateResult&)>;
+
+/// Measures every applicable (algorithm, config) of the registry on `p` with fresh random data
+/// (uniform in [-1, 1]), warm-up then at least min_runs runs and min_time_ms, and checks each
+/// output against the trusted result. Candidates that throw are "failed", those above their
+/// error bound "rejected"; neither can win. Throws conv::Error when `p` is invalid.
+TuneResult tune(const ConvProblem& p, const TuneOptions& options = {},
+                const TuneProgress& progress = {});
+
+/// Stores a tune result (all candidates and the winners) in `db`.
+void store_result(PerfDb& db, const TuneResult& r);
+
+}  // namespace conv

@@ -1,0 +1,23 @@
+// Defaults of the Algorithm interface shared by every kernel.
+#include <cmath>
+
+#include "conv/algorithm.hpp"
+
+namespace conv {
+
+double exact_order_error_bound(const ConvProblem& p) {
+  const double u = std::ldexp(1.0, -24);
+  const double n = static_cast<double>(p.Cg() * p.R * p.S);
+  return 16 * u * std::sqrt(n) + 8 * u;
+}
+
+double Algorithm::error_bound(const ConvProblem& p, const std::string& /*config*/) const {
+  return exact_order_error_bound(p);
+}
+
+void Algorithm::pack_weights(const ConvProblem& /*p*/, const std::string& /*config*/,
+                             const float* /*w*/, void* /*packed*/, int /*threads*/) const {
+  throw Error(std::string(id()) + ": pack_weights: this algorithm does not pack weights");
+}
+
+}  // namespace conv

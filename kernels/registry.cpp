@@ -1,0 +1,41 @@
+// THE list of algorithms (oneDNN's implementation list): most specialised first. Adding an
+// algorithm is one new file, one line here and one line in CMakeLists.txt; tests, the tuner and
+// the CLI iterate this table at run time.
+#include <cstdlib>
+#include <sstream>
+
+#include "conv/algorithm.hpp"
+#include "kernels.hpp"
+
+namespace conv {
+
+static const std::vector<const Algorithm*>& table() {
+  static const std::vector<const Algorithm*> algorithms = {
+      &kernels::cpu_im2col_gemm(),
+  };
+  return algorithms;
+}
+
+std::vector<const Algorithm*> registry() {
+  std::vector<std::string> disabled;
+  if (const char* env = std::getenv("CONVTUNE_DISABLE")) {
+    std::stringstream ss(env);
+    for (std::string id; std::getline(ss, id, ',');)
+      if (!id.empty()) disabled.push_back(id);
+  }
+  std::vector<const Algorithm*> out;
+  for (const Algorithm* a : table()) {
+    bool off = false;
+    for (const auto& d : disabled) off = off || a->id() == d;
+    if (!off) out.push_back(a);
+  }
+  return out;
+}
+
+const Algorithm* find_algorithm(std::string_view id) {
+  for (const Algorithm* a : table())
+    if (a->id() == id) return a;
+  return nullptr;
+}
+
+}  // namespace conv

@@ -1,0 +1,75 @@
+#include "conv/device.hpp"
+
+#include <omp.h>
+
+#include <cpu_features/cpuinfo_x86.h>
+
+#include <cctype>
+#include <sstream>
+#include <string>
+
+#include "conv/error.hpp"
+
+namespace conv {
+
+Device Device::parse(const std::string& text) {
+  if (text == "cpu") return cpu();
+  if (text == "cuda") return cuda(0);
+  if (text.rfind("cuda:", 0) == 0 && text.size() > 5 && text.size() < 9) {
+    int index = 0;
+    for (size_t i = 5; i < text.size(); ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(text[i]))) index = -1;
+      if (index >= 0) index = index * 10 + (text[i] - '0');
+    }
+    if (index >= 0) return cuda(index);
+  }
+  throw Error("device: expected \"cpu\" or \"cuda:N\", got \"" + text + "\"");
+}
+
+std::string Device::name() const {
+  return kind == Kind::cpu ? "cpu" : "cuda:" + std::to_string(index);
+}
+
+CpuIsa cpu_isa() {
+  static const CpuIsa isa = [] {
+    const cpu_features::X86Features f = cpu_features::GetX86Info().features;
+    if (f.avx512f && f.avx512bw && f.avx512vl && f.fma3) return CpuIsa::avx512;
+    if (f.avx2 && f.fma3) return CpuIsa::avx2;
+    return CpuIsa::scalar;
+  }();
+  return isa;
+}
+
+const char* to_string(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::avx512:
+      return "avx512";
+    case CpuIsa::avx2:
+      return "avx2";
+    default:
+      return "scalar";
+  }
+}
+
+int resolve_threads(int threads) {
+  return threads > 0 ? threads : omp_get_max_threads();
+}
+
+const char* version() {
+  return CONVTUNE_VERSION;
+}
+
+std::string Device::fingerprint(int threads) const {
+  std::ostringstream s;
+  if (kind == Kind::cpu) {
+    std::string brand = cpu_features::GetX86Info().brand_string;
+    while (!brand.empty() && brand.back() == ' ') brand.pop_back();
+    s << "cpu|" << brand << "|" << to_string(cpu_isa()) << "|threads=" << resolve_threads(threads)
+      << "|convtune " << version();
+  } else {
+    throw Error("device: " + name() + ": this build has no CUDA backend");
+  }
+  return s.str();
+}
+
+}  // namespace conv

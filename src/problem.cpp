@@ -1,0 +1,110 @@
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+#include "conv/problem.hpp"
+
+namespace conv {
+
+namespace {
+
+int64_t extent(int64_t k, int64_t d) {
+  return (k - 1) * d + 1;
+}
+
+[[noreturn]] void bad(const char* field, const std::string& what, int64_t got) {
+  std::ostringstream s;
+  s << "ConvProblem." << field << ": " << what << ", got " << got;
+  throw Error(s.str());
+}
+
+void need_positive(const char* field, int64_t v) {
+  if (v < 1) bad(field, "must be >= 1", v);
+}
+
+// Product of positive factors, or -1 when it exceeds int64.
+int64_t checked_product(std::initializer_list<int64_t> factors) {
+  int64_t r = 1;
+  for (int64_t f : factors)
+    if (__builtin_mul_overflow(r, f, &r)) return -1;
+  return r;
+}
+
+}  // namespace
+
+int64_t ConvProblem::OH() const {
+  return (H + pad_top + pad_bottom - extent(R, dilation_h)) / stride_h + 1;
+}
+
+int64_t ConvProblem::OW() const {
+  return (W + pad_left + pad_right - extent(S, dilation_w)) / stride_w + 1;
+}
+
+double ConvProblem::flops() const {
+  return 2.0 * N * K * Cg() * R * S * static_cast<double>(OH()) * OW();
+}
+
+void ConvProblem::validate() const {
+  // Sizes are bounded so that every later sum or product of two of them fits in int64.
+  constexpr int64_t kMax = int64_t{1} << 31;
+  const std::pair<const char*, int64_t> sizes[] = {{"N", N},
+                                                   {"C", C},
+                                                   {"H", H},
+                                                   {"W", W},
+                                                   {"K", K},
+                                                   {"R", R},
+                                                   {"S", S},
+                                                   {"stride_h", stride_h},
+                                                   {"stride_w", stride_w},
+                                                   {"dilation_h", dilation_h},
+                                                   {"dilation_w", dilation_w},
+                                                   {"groups", groups}};
+  for (const auto& [field, v] : sizes) {
+    need_positive(field, v);
+    if (v > kMax) bad(field, "must be <= 2^31", v);
+  }
+  const std::pair<const char*, int64_t> pads[] = {{"pad_top", pad_top},
+                                                  {"pad_left", pad_left},
+                                                  {"pad_bottom", pad_bottom},
+                                                  {"pad_right", pad_right}};
+  for (const auto& [field, v] : pads) {
+    if (v < 0) bad(field, "must be >= 0", v);
+    if (v > kMax) bad(field, "must be <= 2^31", v);
+  }
+  if (C % groups != 0) bad("C", "must be divisible by groups (" + std::to_string(groups) + ")", C);
+  if (K % groups != 0) bad("K", "must be divisible by groups (" + std::to_string(groups) + ")", K);
+  if (H + pad_top + pad_bottom < extent(R, dilation_h))
+    bad("H",
+        "padded height is smaller than the dilated kernel height " +
+            std::to_string(extent(R, dilation_h)) + ", so OH < 1",
+        H);
+  if (W + pad_left + pad_right < extent(S, dilation_w))
+    bad("W",
+        "padded width is smaller than the dilated kernel width " +
+            std::to_string(extent(S, dilation_w)) + ", so OW < 1",
+        W);
+  // Byte sizes (4 bytes per fp32 element) must fit in 64 bits.
+  if (checked_product({N, C, H, W, 4}) < 0) bad("N", "x byte size N*C*H*W*4 overflows 64 bits", N);
+  if (checked_product({K, Cg(), R, S, 4}) < 0)
+    bad("K", "w byte size K*C/groups*R*S*4 overflows 64 bits", K);
+  if (checked_product({N, K, OH(), OW(), 4}) < 0)
+    bad("N", "y byte size N*K*OH*OW*4 overflows 64 bits", N);
+  if (dtype != DType::f32) throw Error("ConvProblem.dtype: only f32 is supported");
+  if (layout != Layout::NCHW) throw Error("ConvProblem.layout: only NCHW is supported");
+}
+
+std::string ConvProblem::key() const {
+  // Written with oh/ow, so bottom/right padding that yields no extra output row or column (and
+  // thus does not change the convolution) does not change the key either.
+  std::ostringstream s;
+  s << "g" << groups << "mb" << N << "ic" << C << "ih" << H << "iw" << W << "oc" << K << "oh"
+    << OH() << "ow" << OW() << "kh" << R << "kw" << S << "sh" << stride_h << "sw" << stride_w
+    << "ph" << pad_top << "pw" << pad_left << "dh" << dilation_h - 1 << "dw" << dilation_w - 1;
+  return s.str();
+}
+
+bool ConvProblem::operator==(const ConvProblem& o) const {
+  return key() == o.key();
+}
+
+}  // namespace conv

@@ -1,0 +1,51 @@
+// Shared test helpers: the shared/layers problems, a seeded random problem generator, and one
+// "run this algorithm and compare with the float64 reference" routine.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "conv/algorithm.hpp"
+#include "conv/problem.hpp"
+
+namespace convtest {
+
+/// Directory of ../shared/layers (env CONVTUNE_LAYERS overrides the configured path).
+std::string layers_dir();
+/// The problems of one layers file, e.g. "vgg16.txt"; batch capped at `max_batch`.
+std::vector<conv::ConvProblem> layer_problems(const std::string& file, int64_t max_batch = 1);
+/// Every problem of every ../shared/layers/*.txt file, batch capped at `max_batch`.
+std::vector<conv::ConvProblem> all_layer_problems(int64_t max_batch = 1);
+
+/// Ranges for the random problem generator (inclusive).
+struct RandomSpec {
+  int64_t max_n = 4;
+  int64_t max_hw = 40;
+  int64_t max_channels = 40;
+  int64_t max_kernel = 11;
+  int64_t max_stride = 4;
+  int64_t max_dilation = 3;
+  int64_t max_pad = 4;
+  bool groups = true;          ///< also grouped and depthwise problems
+  bool square_kernel = false;  ///< R == S only
+  bool only_3x3_s1 = false;    ///< R = S = 3, stride 1, dilation 1 (Winograd)
+};
+/// `count` valid problems from a fixed seed (the same list on every run and machine).
+std::vector<conv::ConvProblem> random_problems(int count, uint64_t seed, const RandomSpec& spec);
+
+struct CheckResult {
+  double max_error = 0;   ///< relative to sum|x*w| per output
+  double bound = 0;       ///< the algorithm's declared bound
+  int64_t nonfinite = 0;  ///< outputs left NaN (poisoned before the run) or Inf
+  std::string where;      ///< description of the worst output
+};
+
+/// Runs `algo` with `config` on fresh random data (seeded), output poisoned with NaN, bias
+/// present, and compares against the float64 reference. With `packed`, weights go through
+/// pack_weights() first (only for algorithms that pack).
+CheckResult check_against_reference(const conv::Algorithm& algo, const conv::ConvProblem& p,
+                                    const std::string& config, bool packed = false,
+                                    uint64_t seed = 1);
+
+}  // namespace convtest
