@@ -95,47 +95,90 @@ std::vector<conv::ConvProblem> random_problems(int count, uint64_t seed, const R
   return out;
 }
 
-CheckResult check_against_reference(const conv::Algorithm& algo, const conv::ConvProblem& p,
-                                    const std::string& config, bool packed, uint64_t seed) {
-  const int threads = omp_get_max_threads();
-  conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), b(p.K * 4), y(p.y_bytes());
-  conv::fill_uniform(x.floats(), p.x_elems(), seed);
-  conv::fill_uniform(w.floats(), p.w_elems(), seed + 1);
-  conv::fill_uniform(b.floats(), p.K, seed + 2);
-  conv::poison_nan(y.floats(), p.y_elems());
+struct ReferenceCase::Data {
+  conv::AlignedBuffer x, w, b, y;
+  std::vector<double> yref, abs;
+};
 
-  conv::AlignedBuffer ws(algo.workspace_bytes(p, config));
+ReferenceCase::ReferenceCase(const conv::ConvProblem& p, uint64_t seed) : p_(p), d_(new Data) {
+  p_.validate();
+  d_->x.reserve(p.x_bytes());
+  d_->w.reserve(p.w_bytes());
+  d_->b.reserve(p.K * 4);
+  d_->y.reserve(p.y_bytes());
+  conv::fill_uniform(d_->x.floats(), p.x_elems(), seed);
+  conv::fill_uniform(d_->w.floats(), p.w_elems(), seed + 1);
+  conv::fill_uniform(d_->b.floats(), p.K, seed + 2);
+  d_->yref.resize(p.y_elems());
+  d_->abs.resize(p.y_elems());
+  conv::ref::forward(p, x(), w(), bias(), d_->yref.data(), d_->abs.data(), omp_get_max_threads());
+}
+
+ReferenceCase::~ReferenceCase() {
+  delete d_;
+}
+const float* ReferenceCase::x() const {
+  return d_->x.floats();
+}
+const float* ReferenceCase::w() const {
+  return d_->w.floats();
+}
+const float* ReferenceCase::bias() const {
+  return d_->b.floats();
+}
+
+CheckResult ReferenceCase::compare(const float* y, double bound) const {
+  auto cmp = conv::ref::compare(p_.y_elems(), y, d_->yref.data(), d_->abs.data());
+  CheckResult r;
+  r.max_error = cmp.max_error;
+  r.nonfinite = cmp.nonfinite;
+  r.bound = bound;
+  if (cmp.worst_index >= 0) {
+    std::ostringstream s;
+    s << "output #" << cmp.worst_index << " = " << y[cmp.worst_index] << ", reference "
+      << d_->yref[cmp.worst_index] << ", sum|x*w| " << d_->abs[cmp.worst_index];
+    r.where = s.str();
+  }
+  return r;
+}
+
+CheckResult ReferenceCase::check(const conv::Algorithm& algo, const std::string& config,
+                                 bool packed) {
+  const int threads = omp_get_max_threads();
+  conv::poison_nan(d_->y.floats(), p_.y_elems());
+  conv::AlignedBuffer ws(algo.workspace_bytes(p_, config));
   conv::ForwardArgs args;
-  args.x = x.floats();
-  args.w = w.floats();
-  args.bias = b.floats();
-  args.y = y.floats();
+  args.x = x();
+  args.w = w();
+  args.bias = bias();
+  args.y = d_->y.floats();
   args.workspace = ws.data();
   args.workspace_size = ws.size();
   args.threads = threads;
   conv::AlignedBuffer pw;
   if (packed) {
-    pw.reserve(algo.packed_weights_bytes(p, config));
-    algo.pack_weights(p, config, w.floats(), pw.data(), threads);
+    pw.reserve(algo.packed_weights_bytes(p_, config));
+    algo.pack_weights(p_, config, w(), pw.data(), threads);
     args.packed_weights = pw.data();
     args.w = nullptr;
   }
-  algo.forward(p, config, args);
+  algo.forward(p_, config, args);
+  return compare(d_->y.floats(), algo.error_bound(p_, config));
+}
 
-  std::vector<double> yref(p.y_elems()), abs(p.y_elems());
-  conv::ref::forward(p, x.floats(), w.floats(), b.floats(), yref.data(), abs.data(), threads);
-  auto cmp = conv::ref::compare(p.y_elems(), y.floats(), yref.data(), abs.data());
-  CheckResult r;
-  r.max_error = cmp.max_error;
-  r.nonfinite = cmp.nonfinite;
-  r.bound = algo.error_bound(p, config);
-  if (cmp.worst_index >= 0) {
-    std::ostringstream s;
-    s << "output #" << cmp.worst_index << " = " << y.floats()[cmp.worst_index] << ", reference "
-      << yref[cmp.worst_index] << ", sum|x*w| " << abs[cmp.worst_index];
-    r.where = s.str();
-  }
-  return r;
+CheckResult check_against_reference(const conv::Algorithm& algo, const conv::ConvProblem& p,
+                                    const std::string& config, bool packed, uint64_t seed) {
+  ReferenceCase c(p, seed);
+  return c.check(algo, config, packed);
+}
+
+std::string describe(const conv::ConvProblem& p, const conv::Algorithm& algo,
+                     const std::string& config, const CheckResult& r) {
+  std::ostringstream s;
+  s << algo.id() << " config " << config << " on " << p.key() << " (" << p.name << "): max error "
+    << r.max_error << " (bound " << r.bound << "), " << r.nonfinite << " non-finite outputs; worst "
+    << r.where;
+  return s.str();
 }
 
 }  // namespace convtest

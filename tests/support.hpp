@@ -39,13 +39,42 @@ struct CheckResult {
   double bound = 0;       ///< the algorithm's declared bound
   int64_t nonfinite = 0;  ///< outputs left NaN (poisoned before the run) or Inf
   std::string where;      ///< description of the worst output
+  bool ok() const { return nonfinite == 0 && max_error <= bound; }
 };
 
-/// Runs `algo` with `config` on fresh random data (seeded), output poisoned with NaN, bias
-/// present, and compares against the float64 reference. With `packed`, weights go through
-/// pack_weights() first (only for algorithms that pack).
+/// One problem with fresh random data (seeded, uniform in [-1, 1), bias present) and its float64
+/// reference, computed once and checked against any number of algorithms and configs.
+class ReferenceCase {
+ public:
+  explicit ReferenceCase(const conv::ConvProblem& p, uint64_t seed = 1);
+  ~ReferenceCase();
+  ReferenceCase(const ReferenceCase&) = delete;
+  ReferenceCase& operator=(const ReferenceCase&) = delete;
+
+  const conv::ConvProblem& problem() const { return p_; }
+  const float* x() const;
+  const float* w() const;
+  const float* bias() const;
+
+  /// Runs `algo` with `config` (output poisoned with NaN first) and compares with the reference.
+  /// With `packed`, the weights go through pack_weights() and forward() gets no `w`.
+  CheckResult check(const conv::Algorithm& algo, const std::string& config, bool packed = false);
+  /// Compares an output computed elsewhere (N*K*OH*OW floats) with the reference.
+  CheckResult compare(const float* y, double bound) const;
+
+ private:
+  struct Data;
+  conv::ConvProblem p_;
+  Data* d_;
+};
+
+/// Convenience: one ReferenceCase, one check.
 CheckResult check_against_reference(const conv::Algorithm& algo, const conv::ConvProblem& p,
                                     const std::string& config, bool packed = false,
                                     uint64_t seed = 1);
+
+/// Catch2 description of a failed check: problem descriptor, algorithm, config, error, bound.
+std::string describe(const conv::ConvProblem& p, const conv::Algorithm& algo,
+                     const std::string& config, const CheckResult& r);
 
 }  // namespace convtest
