@@ -11,7 +11,10 @@ namespace conv {
 
 static const std::vector<const Algorithm*>& table() {
   static const std::vector<const Algorithm*> algorithms = {
+      &kernels::cpu_winograd(),
+      &kernels::cpu_direct(),
       &kernels::cpu_im2col_gemm(),
+      &kernels::cpu_onednn(),
   };
   return algorithms;
 }

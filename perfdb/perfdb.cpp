@@ -1,1 +1,375 @@
-// placeholder: filled in by the change that owns this file
+// conv::PerfDb: open (classify, migrate), lookup, store, list and merge the SQLite perf database.
+// The schema and its migrations live in schema.cpp, the SQLite call wrappers in sqlite_stmt.cpp.
+#include "conv/perfdb.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <system_error>
+
+#include "schema.hpp"
+#include "sqlite_stmt.hpp"
+
+#ifndef CONVTUNE_VERSION
+#define CONVTUNE_VERSION "unknown"
+#endif
+
+namespace conv {
+
+using namespace perfdb_detail;
+
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// The build links SQLite with URI filenames on, so a plain path starting with "file:" would be
+// parsed as a URI; "./" keeps it a path.
+std::string sqlite_filename(const std::string& path) {
+  return path.rfind("file:", 0) == 0 ? "./" + path : path;
+}
+
+// "file:/abs/path?immutable=1" with the path percent-encoded as RFC 3986 (and SQLite) require.
+std::string immutable_uri(const std::string& path) {
+  const std::string abs = std::filesystem::absolute(path).string();
+  std::string uri = "file:";
+  for (const unsigned char ch : abs) {
+    if (std::isalnum(ch) || std::strchr("/-._~", ch)) {
+      uri += static_cast<char>(ch);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", ch);
+      uri += hex;
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+sqlite3* open_connection(const std::string& path, const std::string& filename, int flags,
+                         const char* mode) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(filename.c_str(), &raw, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    sqlite3_close_v2(raw);
+    throw Error("perfdb: " + path + ": cannot open " + mode + ": " + msg);
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+  return raw;
+}
+
+// WAL lets readers run while one process writes and keeps committed data safe when a writer is
+// killed mid-transaction. The mode is stored in the file, so this is a no-op after the first open.
+// A VFS without shared memory answers with the old mode instead; the rollback journal it keeps
+// is still transactional, so that is not an error.
+void use_wal(sqlite3* db, const std::string& path) {
+  with_retry(db, path, [&] { Stmt(db, path, "PRAGMA journal_mode = WAL").run(); });
+  // In WAL mode NORMAL only risks the last transactions on power loss, never corruption, and a
+  // killed process loses nothing committed; FULL would add an fsync to every store.
+  exec(db, path, "PRAGMA synchronous = NORMAL");
+}
+
+void quick_check(sqlite3* db, const std::string& path) {
+  with_retry(db, path, [&] {
+    Stmt s(db, path, "PRAGMA quick_check(1)");
+    const std::string r = s.step() ? s.text(0) : "no result";
+    if (r != "ok") fail_not_perfdb(path, "damaged: quick_check says \"" + r + "\"");
+  });
+}
+
+void check_tables(const FileInfo& info, const std::string& path) {
+  for (const auto& t : required_tables())
+    if (!std::binary_search(info.tables.begin(), info.tables.end(), t))
+      fail_not_perfdb(path, "schema " + std::to_string(info.version) + " without table " + t);
+}
+
+PerfWinner winner_from(const Stmt& s, int col) {
+  PerfWinner w;
+  w.algo_id = s.text(col);
+  w.config = s.text(col + 1);
+  w.median_ms = s.real(col + 2);
+  w.date = s.text(col + 3);
+  w.version = s.text(col + 4);
+  return w;
+}
+
+}  // namespace
+
+const char* to_string(ExecPath p) {
+  switch (p) {
+    case ExecPath::oneshot:
+      return "oneshot";
+    case ExecPath::packed:
+      return "packed";
+  }
+  return "unknown";
+}
+
+void PerfDb::SqliteCloser::operator()(sqlite3* db) const noexcept {
+  sqlite3_close_v2(db);
+}
+
+PerfDb::PerfDb(PerfDb&&) noexcept = default;
+PerfDb& PerfDb::operator=(PerfDb&&) noexcept = default;
+PerfDb::~PerfDb() = default;
+
+int PerfDb::schema_version() {
+  return migrations().back().version;
+}
+
+std::string PerfDb::default_path() {
+  if (std::string p = env("CONVTUNE_PERFDB"); !p.empty()) return p;
+  // The XDG base directory spec says relative values are invalid and must be ignored.
+  if (std::string x = env("XDG_CACHE_HOME"); !x.empty() && x[0] == '/')
+    return x + "/convtune/perfdb.sqlite";
+  if (std::string h = env("HOME"); !h.empty()) return h + "/.cache/convtune/perfdb.sqlite";
+  throw Error(
+      "PerfDb::default_path: none of CONVTUNE_PERFDB, XDG_CACHE_HOME, HOME is set; "
+      "pass a perfdb path");
+}
+
+sqlite3* PerfDb::conn() const {
+  if (!db_) throw Error("perfdb: " + path_ + ": used after it was moved from");
+  return db_.get();
+}
+
+PerfDb PerfDb::open(const std::string& path, bool read_only) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw Error("PerfDb::open: path: must not be empty");
+  PerfDb db;
+  db.path_ = path;
+  db.read_only_ = read_only;
+
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error("perfdb: " + path + ": is a directory");
+  if (read_only) {
+    if (!fs::exists(path, ec))
+      throw Error("perfdb: " + path + ": cannot open read-only: no such file");
+    db.db_.reset(open_connection(path, sqlite_filename(path), SQLITE_OPEN_READONLY, "read-only"));
+  } else {
+    const fs::path parent = fs::path(path).parent_path();
+    if (!parent.empty() && !fs::create_directories(parent, ec) && ec)
+      throw Error("perfdb: " + path + ": cannot create directory " + parent.string() + ": " +
+                  ec.message());
+    db.db_.reset(open_connection(path, sqlite_filename(path),
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, "for writing"));
+    // SQLITE_OPEN_READWRITE silently falls back to read-only when permissions forbid writing.
+    if (sqlite3_db_readonly(db.db_.get(), "main") == 1)
+      throw Error("perfdb: " + path +
+                  ": not writable (check its permissions); open it read-only for lookups");
+  }
+  sqlite3* c = db.db_.get();
+
+  FileInfo info;
+  try {
+    info = with_retry(c, path, [&] { return inspect(c, path); });
+  } catch (const SqliteError& e) {
+    // A reader of a WAL file needs to create the -shm/-wal files next to it, which fails in a
+    // read-only directory. Without a -wal file every committed row is in the main file, and no
+    // writer can be active (it could not create -wal either), so reading it as immutable is exact.
+    const int primary = e.code & 0xff;
+    if (!read_only || (primary != SQLITE_READONLY && primary != SQLITE_CANTOPEN) ||
+        fs::exists(path + "-wal", ec))
+      throw;
+    db.db_.reset(open_connection(path, immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                                 "read-only"));
+    c = db.db_.get();
+    info = with_retry(c, path, [&] { return inspect(c, path); });
+  }
+  check_compatible(info, path, migrations());
+  if (info.kind != FileInfo::empty) quick_check(c, path);
+
+  if (read_only) {
+    if (info.kind == FileInfo::empty) {
+      // Nothing to read; an in-memory database with the schema answers every query with "none".
+      db.db_.reset(open_connection(path, ":memory:", SQLITE_OPEN_READWRITE, "in memory"));
+      migrate(db.db_.get(), path, migrations());
+      return db;
+    }
+    if (info.version < kOldestReadableVersion)
+      throw Error("perfdb: " + path + ": schema " + std::to_string(info.version) +
+                  " is older than this build reads without migrating (oldest " +
+                  std::to_string(kOldestReadableVersion) +
+                  "); open it once without read_only to migrate it");
+  } else {
+    use_wal(c, path);
+    if (info.kind == FileInfo::empty || info.version < schema_version()) {
+      migrate(c, path, migrations());
+      info = with_retry(c, path, [&] { return inspect(c, path); });
+    }
+  }
+  check_tables(info, path);
+  return db;
+}
+
+std::optional<PerfWinner> PerfDb::lookup(const std::string& fingerprint, const std::string& key,
+                                         ExecPath p) const {
+  sqlite3* c = conn();
+  return with_retry(c, path_, [&]() -> std::optional<PerfWinner> {
+    Stmt s(c, path_,
+           "SELECT algo, config, median_ms, date, version FROM winners "
+           "WHERE fingerprint = ?1 AND key = ?2 AND path = ?3");
+    s.bind(1, fingerprint).bind(2, key).bind(3, std::string(to_string(p)));
+    if (!s.step()) return std::nullopt;
+    return winner_from(s, 0);
+  });
+}
+
+void PerfDb::store(const std::string& fingerprint, const std::string& key,
+                   const std::vector<PerfCandidate>& candidates, const PerfWinner* oneshot_winner,
+                   const PerfWinner* packed_winner) {
+  if (fingerprint.empty()) throw Error("PerfDb::store: fingerprint: must not be empty");
+  if (key.empty()) throw Error("PerfDb::store: key: must not be empty");
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (candidates[i].algo_id.empty())
+      throw Error("PerfDb::store: candidates[" + std::to_string(i) +
+                  "].algo_id: must not be empty");
+  if (oneshot_winner && oneshot_winner->algo_id.empty())
+    throw Error("PerfDb::store: oneshot_winner.algo_id: must not be empty");
+  if (packed_winner && packed_winner->algo_id.empty())
+    throw Error("PerfDb::store: packed_winner.algo_id: must not be empty");
+  sqlite3* c = conn();
+  if (read_only_) throw Error("perfdb: " + path_ + ": store: the database was opened read-only");
+
+  const std::string now = utc_now();
+  with_retry(c, path_, [&] {
+    WriteTxn txn(c, path_);
+    Stmt ins(c, path_,
+             "INSERT OR REPLACE INTO candidates (fingerprint, key, algo, config, status, "
+             "median_ms, min_ms, max_ms, packed_median_ms, max_error, workspace_bytes, message, "
+             "date, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+    for (const PerfCandidate& r : candidates) {
+      ins.bind(1, fingerprint).bind(2, key).bind(3, r.algo_id).bind(4, r.config).bind(5, r.status);
+      ins.bind_opt(6, r.median_ms).bind_opt(7, r.min_ms).bind_opt(8, r.max_ms);
+      ins.bind_opt(9, r.packed_median_ms).bind_opt(10, r.max_error);
+      ins.bind(11, r.workspace_bytes).bind(12, r.message);
+      ins.bind(13, r.date.empty() ? now : r.date).bind(14, std::string(CONVTUNE_VERSION));
+      ins.run();
+      ins.reset();
+    }
+    Stmt win(c, path_,
+             "INSERT OR REPLACE INTO winners (fingerprint, key, path, algo, config, median_ms, "
+             "date, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    for (const ExecPath p : {ExecPath::oneshot, ExecPath::packed}) {
+      const PerfWinner* w = p == ExecPath::oneshot ? oneshot_winner : packed_winner;
+      if (!w) continue;
+      win.bind(1, fingerprint).bind(2, key).bind(3, std::string(to_string(p)));
+      win.bind(4, w->algo_id).bind(5, w->config).bind(6, w->median_ms);
+      win.bind(7, w->date.empty() ? now : w->date);
+      win.bind(8, w->version.empty() ? std::string(CONVTUNE_VERSION) : w->version);
+      win.run();
+      win.reset();
+    }
+    txn.commit();
+  });
+}
+
+std::vector<PerfDb::Entry> PerfDb::winners(const std::string& fingerprint) const {
+  sqlite3* c = conn();
+  return with_retry(c, path_, [&] {
+    std::vector<Entry> out;
+    Stmt s(c, path_,
+           "SELECT key, path, algo, config, median_ms, date, version FROM winners "
+           "WHERE fingerprint = ?1 ORDER BY key, path");
+    s.bind(1, fingerprint);
+    while (s.step())
+      out.push_back({s.text(0), s.text(1) == "packed" ? ExecPath::packed : ExecPath::oneshot,
+                     winner_from(s, 2)});
+    return out;
+  });
+}
+
+std::vector<PerfCandidate> PerfDb::candidates(const std::string& fingerprint,
+                                              const std::string& key) const {
+  sqlite3* c = conn();
+  return with_retry(c, path_, [&] {
+    std::vector<PerfCandidate> out;
+    Stmt s(c, path_,
+           "SELECT algo, config, status, median_ms, min_ms, max_ms, packed_median_ms, max_error, "
+           "workspace_bytes, message, date FROM candidates WHERE fingerprint = ?1 AND key = ?2 "
+           "ORDER BY median_ms IS NULL, median_ms, algo, config");
+    s.bind(1, fingerprint).bind(2, key);
+    while (s.step()) {
+      PerfCandidate r;
+      r.algo_id = s.text(0);
+      r.config = s.text(1);
+      r.status = s.text(2);
+      r.median_ms = s.real_opt(3);
+      r.min_ms = s.real_opt(4);
+      r.max_ms = s.real_opt(5);
+      r.packed_median_ms = s.real_opt(6);
+      r.max_error = s.real_opt(7);
+      r.workspace_bytes = s.real(8);
+      r.message = s.text(9);
+      r.date = s.text(10);
+      out.push_back(std::move(r));
+    }
+    return out;
+  });
+}
+
+size_t PerfDb::merge(const std::string& other_path) {
+  sqlite3* c = conn();
+  if (read_only_) throw Error("perfdb: " + path_ + ": merge: the database was opened read-only");
+  const PerfDb other = open(other_path, true);
+  sqlite3* src = other.conn();
+
+  // Copies every row of `table` from `src`; on a primary-key clash the newer date wins.
+  auto copy = [&](const char* select, const char* upsert, int columns) {
+    size_t changed = 0;
+    Stmt from(src, other.path_, select);
+    Stmt to(c, path_, upsert);
+    while (from.step()) {
+      for (int i = 0; i < columns; ++i) to.bind_column(i + 1, from, i);
+      to.run();
+      changed += static_cast<size_t>(sqlite3_changes(c));
+      to.reset();
+    }
+    return changed;
+  };
+  return with_retry(c, path_, [&] {
+    WriteTxn txn(c, path_);
+    ReadTxn snapshot(src, other.path_);
+    size_t changed = copy(
+        "SELECT fingerprint, key, path, algo, config, median_ms, date, version FROM winners",
+        "INSERT INTO winners (fingerprint, key, path, algo, config, median_ms, date, version) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (fingerprint, key, path) DO UPDATE "
+        "SET algo = excluded.algo, config = excluded.config, median_ms = excluded.median_ms, "
+        "date = excluded.date, version = excluded.version WHERE excluded.date > winners.date",
+        8);
+    changed += copy(
+        "SELECT fingerprint, key, algo, config, status, median_ms, min_ms, max_ms, "
+        "packed_median_ms, max_error, workspace_bytes, message, date, version FROM candidates",
+        "INSERT INTO candidates (fingerprint, key, algo, config, status, median_ms, min_ms, "
+        "max_ms, packed_median_ms, max_error, workspace_bytes, message, date, version) VALUES "
+        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+        "ON CONFLICT (fingerprint, key, algo, config) DO UPDATE SET status = excluded.status, "
+        "median_ms = excluded.median_ms, min_ms = excluded.min_ms, max_ms = excluded.max_ms, "
+        "packed_median_ms = excluded.packed_median_ms, max_error = excluded.max_error, "
+        "workspace_bytes = excluded.workspace_bytes, message = excluded.message, "
+        "date = excluded.date, version = excluded.version WHERE excluded.date > candidates.date",
+        14);
+    txn.commit();
+    return changed;
+  });
+}
+
+}  // namespace conv

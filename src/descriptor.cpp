@@ -1,1 +1,546 @@
-// placeholder: filled in by the change that owns this file
+// Text forms of a ConvProblem: oneDNN benchdnn convolution descriptors (parse, print, batch files)
+// and MIOpenDriver conv flags. The descriptor rules follow benchdnn's str2desc() and
+// sanitize_desc() (oneDNN tests/benchdnn/conv/conv_aux.cpp, tests/benchdnn/common.cpp), batch
+// files follow benchdnn's batch(); the MIOpen flags and defaults follow MIOpenDriver's
+// ConvDriver::AddCmdLineArgs() (MIOpen driver/conv_driver.hpp) and InputFlags::Parse().
+// Everything here is linear in the length of the text.
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "conv/problem.hpp"
+
+namespace conv {
+
+namespace {
+
+// Every number must fit ConvProblem::validate()'s size bound; it also keeps the padding
+// derivation below far from int64 overflow.
+constexpr int64_t kMaxValue = int64_t{1} << 31;
+
+std::string quoted(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
+
+bool is_digit(char c) {
+  return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
+bool is_space(char c) {
+  return std::isspace(static_cast<unsigned char>(c)) != 0;
+}
+
+// Parses a decimal in [0, kMaxValue]; nullopt on anything else (sign, junk, too large).
+std::optional<int64_t> parse_size(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (!is_digit(c)) return std::nullopt;
+    v = v * 10 + (c - '0');
+    if (v > kMaxValue) return std::nullopt;
+  }
+  return v;
+}
+
+// ---- descriptor parsing --------------------------------------------------------------------
+
+struct Value {
+  int64_t v = 0;
+  size_t pos = 0;  // where the token starts, for error messages
+};
+
+// The tokens of one spatial dimension, as written.
+struct Dim {
+  std::optional<Value> i, o, k, s, p, d;
+  bool any() const { return i || o || k || s || p || d; }
+};
+
+struct Parsed {
+  std::optional<Value> g, mb, ic, oc;
+  Dim h, w;
+  std::string name;
+};
+
+class DescriptorParser {
+ public:
+  explicit DescriptorParser(std::string_view text) : text_(text) {}
+
+  Parsed parse() {
+    size_t begin = 0, end = text_.size();
+    while (begin < end && is_space(text_[begin])) ++begin;
+    while (end > begin && is_space(text_[end - 1])) --end;
+    if (begin == end) fail("empty descriptor");
+    pos_ = begin;
+    end_ = end;
+    Parsed r;
+    while (pos_ < end_) {
+      if (text_[pos_] == '_') {
+        ++pos_;
+        continue;
+      }
+      if (text_[pos_] == 'n') {
+        parse_name(r);
+        continue;
+      }
+      const size_t at = pos_;
+      std::optional<Value>* slot = nullptr;
+      const std::string_view tok = match_token(r, &slot);
+      if (!slot) unknown_token(at);
+      if (slot->has_value())
+        fail_at(at, "duplicate " + quoted(tok) + " (first at position " +
+                        std::to_string((*slot)->pos) + ")");
+      pos_ += tok.size();
+      *slot = Value{parse_number(tok), at};
+    }
+    return r;
+  }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error("descriptor " + quoted(text_) + ": " + what);
+  }
+  [[noreturn]] void fail_at(size_t at, const std::string& what) const {
+    fail("position " + std::to_string(at) + ": " + what);
+  }
+
+ private:
+  std::string_view match_token(Parsed& r, std::optional<Value>** slot) {
+    const std::pair<const char*, std::optional<Value>*> table[] = {
+        {"mb", &r.mb},  {"ic", &r.ic},  {"ih", &r.h.i}, {"iw", &r.w.i},
+        {"oc", &r.oc},  {"oh", &r.h.o}, {"ow", &r.w.o}, {"kh", &r.h.k},
+        {"kw", &r.w.k}, {"sh", &r.h.s}, {"sw", &r.w.s}, {"ph", &r.h.p},
+        {"pw", &r.w.p}, {"dh", &r.h.d}, {"dw", &r.w.d}, {"g", &r.g}};
+    const std::string_view rest = text_.substr(pos_, end_ - pos_);
+    for (const auto& [tok, s] : table) {
+      if (rest.substr(0, std::strlen(tok)) == tok) {
+        *slot = s;
+        return tok;
+      }
+    }
+    return {};
+  }
+
+  [[noreturn]] void unknown_token(size_t at) const {
+    const std::string_view two = text_.substr(at, std::min<size_t>(2, end_ - at));
+    for (const char* t : {"id", "od", "kd", "sd", "pd", "dd"})
+      if (two == t)
+        fail_at(at, "3D token " + quoted(two) +
+                        " is not supported: convtune convolutions are 2D (ih/iw, kh/kw, ...)");
+    size_t len = 0;
+    while (at + len < end_ && std::isalpha(static_cast<unsigned char>(text_[at + len]))) ++len;
+    fail_at(at, "unknown token " + quoted(text_.substr(at, std::max<size_t>(len, 1))) +
+                    " (expected g mb ic ih iw oc oh ow kh kw sh sw ph pw dh dw or n)");
+  }
+
+  int64_t parse_number(std::string_view tok) {
+    const size_t at = pos_;
+    while (pos_ < end_ && is_digit(text_[pos_])) ++pos_;
+    if (pos_ == at) fail_at(at, "expected a number after " + quoted(tok));
+    const std::string_view digits = text_.substr(at, pos_ - at);
+    const std::optional<int64_t> v = parse_size(digits);
+    if (!v)
+      fail_at(at, "number " + std::string(digits) + " after " + quoted(tok) +
+                      " is too large (at most 2^31 = " + std::to_string(kMaxValue) + ")");
+    return *v;
+  }
+
+  // n"quoted name" (\" and \\ escape a quote and a backslash; tokens may follow) or nbare_name
+  // (benchdnn: everything after `n` is the name).
+  void parse_name(Parsed& r) {
+    const size_t at = pos_;
+    if (name_pos_)
+      fail_at(at, "duplicate \"n\" (first at position " + std::to_string(*name_pos_) + ")");
+    name_pos_ = at;
+    ++pos_;
+    if (pos_ < end_ && text_[pos_] == '"') {
+      ++pos_;
+      std::string name;
+      while (true) {
+        if (pos_ >= end_) fail_at(at, "unterminated name: n\" without a closing '\"'");
+        const char c = text_[pos_++];
+        if (c == '"') break;
+        if (c == '\\' && pos_ < end_ && (text_[pos_] == '"' || text_[pos_] == '\\')) {
+          name += text_[pos_++];
+          continue;
+        }
+        name += c;
+      }
+      r.name = std::move(name);
+    } else {
+      r.name = std::string(text_.substr(pos_, end_ - pos_));
+      pos_ = end_;
+    }
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0, end_ = 0;
+  std::optional<size_t> name_pos_;
+};
+
+struct Resolved {
+  int64_t i, k, s, d;  // d in our convention: 1 = dense
+  int64_t p_begin, p_end;
+};
+
+struct DimNames {
+  const char *i, *o, *k, *p;
+};
+
+// benchdnn's per-dimension rules: without oh, the output follows from the (default 0) padding
+// and both sides get ph; with oh but no ph, ph = ((oh-1)*sh - ih + ext) / 2; with oh, the end
+// padding is what makes exactly oh outputs.
+Resolved resolve(const DescriptorParser& parser, const Dim& dim, const DimNames& n) {
+  if (!dim.i || !dim.k)
+    parser.fail(std::string("missing ") + quoted(!dim.i ? n.i : n.k) + ": a dimension with any " +
+                "of its tokens given needs its input size " + quoted(n.i) + " and kernel size " +
+                quoted(n.k) + " (benchdnn rule)");
+  Resolved r;
+  r.i = dim.i->v;
+  r.k = dim.k->v;
+  r.s = dim.s ? dim.s->v : 1;
+  r.d = (dim.d ? dim.d->v : 0) + 1;
+  r.p_begin = r.p_end = dim.p ? dim.p->v : 0;
+  // Bad sizes are left for validate() to name; oh cannot be checked against them.
+  if (!dim.o || r.i < 1 || r.k < 1 || r.s < 1) return r;
+  const int64_t o = dim.o->v;
+  auto fail_o = [&](const std::string& what) {
+    parser.fail_at(dim.o->pos, quoted(n.o) + " " + std::to_string(o) + ": " + what);
+  };
+  if (o < 1) fail_o("must be >= 1");
+  // Sizes are <= 2^31 + 1, so this stays below 2^63.
+  const int64_t ext = (r.k - 1) * r.d + 1;
+  const int64_t total = (o - 1) * r.s - r.i + ext;  // both paddings, with no unused end padding
+  if (!dim.p) r.p_begin = std::max<int64_t>(0, total / 2);
+  r.p_end = total - r.p_begin;
+  if (r.p_end < 0) {
+    // The smallest valid end padding, 0, still gives `o` outputs when the negative value only
+    // cut into the last stride; otherwise oh asks for fewer outputs than the input gives.
+    r.p_end = 0;
+    const int64_t span = r.i + r.p_begin - ext;
+    if (span < 0 || span / r.s + 1 != o)
+      fail_o("too small: with " + quoted(n.p) + " " + std::to_string(r.p_begin) +
+             " and no end padding the output size is " +
+             (span < 0 ? std::string("< 1") : std::to_string(span / r.s + 1)));
+  }
+  if (r.p_end > kMaxValue)
+    fail_o("too large: it needs end padding " + std::to_string(r.p_end) + " > 2^31");
+  return r;
+}
+
+// Each ConvProblem field with its descriptor token and MIOpenDriver flag, to point validate()
+// errors (which name the field) at the text the user wrote.
+struct FieldName {
+  const char *field, *token, *flag;
+};
+constexpr FieldName kFieldNames[] = {
+    {"N", "mb", "-n/--batchsize"},
+    {"C", "ic", "-c/--in_channels"},
+    {"H", "ih", "-H/--in_h"},
+    {"W", "iw", "-W/--in_w"},
+    {"K", "oc", "-k/--out_channels"},
+    {"R", "kh", "-y/--fil_h"},
+    {"S", "kw", "-x/--fil_w"},
+    {"stride_h", "sh", "-u/--conv_stride_h"},
+    {"stride_w", "sw", "-v/--conv_stride_w"},
+    {"pad_top", "ph", "-p/--pad_h"},
+    {"pad_left", "pw", "-q/--pad_w"},
+    {"pad_bottom", "oh", "-p/--pad_h"},
+    {"pad_right", "ow", "-q/--pad_w"},
+    {"dilation_h", "dh", "-l/--dilation_h"},
+    {"dilation_w", "dw", "-j/--dilation_w"},
+    {"groups", "g", "-g/--group_count"},
+};
+
+const FieldName* field_of_error(const std::string& message) {
+  for (const FieldName& f : kFieldNames)
+    if (message.rfind(std::string("ConvProblem.") + f.field + ":", 0) == 0) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+ConvProblem parse_descriptor(std::string_view text) {
+  DescriptorParser parser(text);
+  const Parsed d = parser.parse();
+  if (!d.ic) parser.fail("missing \"ic\" (input channels)");
+  if (!d.oc) parser.fail("missing \"oc\" (output channels)");
+  if (!d.h.any() && !d.w.any()) parser.fail("missing \"ih\" and \"kh\" (no spatial size given)");
+  // benchdnn: a dimension none of whose tokens is given is trivial (h: size 1, a 1D
+  // convolution along w) or copies h (w: square problem).
+  Resolved rh{1, 1, 1, 1, 0, 0};
+  if (d.h.any()) rh = resolve(parser, d.h, {"ih", "oh", "kh", "ph"});
+  const Resolved rw = d.w.any() ? resolve(parser, d.w, {"iw", "ow", "kw", "pw"}) : rh;
+
+  ConvProblem p;
+  p.groups = d.g ? d.g->v : 1;
+  p.N = d.mb ? d.mb->v : 2;
+  p.C = d.ic->v;
+  p.K = d.oc->v;
+  p.H = rh.i;
+  p.R = rh.k;
+  p.stride_h = rh.s;
+  p.dilation_h = rh.d;
+  p.pad_top = rh.p_begin;
+  p.pad_bottom = rh.p_end;
+  p.W = rw.i;
+  p.S = rw.k;
+  p.stride_w = rw.s;
+  p.dilation_w = rw.d;
+  p.pad_left = rw.p_begin;
+  p.pad_right = rw.p_end;
+  p.name = d.name;
+  try {
+    p.validate();
+  } catch (const Error& e) {
+    const FieldName* f = field_of_error(e.what());
+    parser.fail((f ? quoted(f->token) + ": " : std::string()) + e.what());
+  }
+  return p;
+}
+
+// ---- descriptor printing -------------------------------------------------------------------
+
+std::string to_descriptor(const ConvProblem& p) {
+  // oh/ow are written only when the end padding changes the output size from what padding
+  // ph/pw on both sides gives: extra end padding that adds no output row is not part of the
+  // convolution (see key()), and leaving it out makes the text canonical.
+  auto symmetric_out = [](int64_t i, int64_t k, int64_t s, int64_t d, int64_t pad) {
+    const int64_t span = i + 2 * pad - ((k - 1) * d + 1);
+    return span < 0 ? int64_t{0} : span / s + 1;
+  };
+  const bool oh = symmetric_out(p.H, p.R, p.stride_h, p.dilation_h, p.pad_top) != p.OH();
+  // w tokens are written only when w differs from h: benchdnn copies h to w when none is given,
+  // and needs iw and kw when any is.
+  const bool w = !(p.W == p.H && p.S == p.R && p.stride_w == p.stride_h &&
+                   p.dilation_w == p.dilation_h && p.pad_left == p.pad_top && p.OW() == p.OH());
+  const bool ow = w && symmetric_out(p.W, p.S, p.stride_w, p.dilation_w, p.pad_left) != p.OW();
+  std::ostringstream s;
+  if (p.groups != 1) s << "g" << p.groups;
+  s << "mb" << p.N << "ic" << p.C << "ih" << p.H;
+  if (w) s << "iw" << p.W;
+  s << "oc" << p.K;
+  if (oh) s << "oh" << p.OH();
+  if (ow) s << "ow" << p.OW();
+  s << "kh" << p.R;
+  if (w) s << "kw" << p.S;
+  if (p.stride_h != 1) s << "sh" << p.stride_h;
+  if (w && p.stride_w != 1) s << "sw" << p.stride_w;
+  if (p.pad_top != 0 || oh) s << "ph" << p.pad_top;  // with oh, a missing ph would be derived
+  if (w && (p.pad_left != 0 || ow)) s << "pw" << p.pad_left;
+  if (p.dilation_h != 1) s << "dh" << p.dilation_h - 1;
+  if (w && p.dilation_w != 1) s << "dw" << p.dilation_w - 1;
+  if (!p.name.empty()) {
+    s << "n\"";
+    for (char c : p.name) {
+      if (c == '"' || c == '\\') s << '\\';
+      s << c;
+    }
+    s << '"';
+  }
+  return s.str();
+}
+
+// ---- batch files ---------------------------------------------------------------------------
+
+namespace {
+
+struct BatchState {
+  int64_t mb = 0;  // benchdnn --mb: 0 = as in the descriptor
+  int depth = 0;
+};
+
+// Splits a line into whitespace-separated words; a `"`...`"` part of a word may hold spaces
+// and `#`; `#` elsewhere starts a comment.
+std::vector<std::string> split_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_quote = false, have = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_quote) {
+      word += c;
+      if (c == '\\' && i + 1 < line.size()) {
+        word += line[++i];
+      } else if (c == '"') {
+        in_quote = false;
+      }
+      continue;
+    }
+    if (c == '#') break;
+    if (is_space(c)) {
+      if (have) words.push_back(word);
+      word.clear();
+      have = false;
+      continue;
+    }
+    word += c;
+    have = true;
+    if (c == '"') in_quote = true;
+  }
+  if (have) words.push_back(word);  // an open quote is left for the descriptor parser to report
+  return words;
+}
+
+void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem>& out) {
+  std::ifstream in(path);
+  if (!in) throw Error("batch file " + quoted(path) + ": cannot open for reading");
+  std::string line, pending;  // pending: a word continued with a trailing backslash
+  int lineno = 0, pending_line = 0;
+  auto fail = [&](int at, const std::string& what) {
+    throw Error(path + ":" + std::to_string(at) + ": " + what);
+  };
+  auto handle = [&](const std::string& word, int at) {
+    if (word.rfind("--mb=", 0) == 0) {
+      const std::optional<int64_t> mb = parse_size(word.substr(5));
+      if (!mb) fail(at, quoted(word) + ": expected --mb=N with 0 <= N <= 2^31");
+      st.mb = *mb;
+    } else if (word == "--reset") {
+      st.mb = 0;
+    } else if (word.rfind("--batch=", 0) == 0) {
+      std::string file = word.substr(8);
+      const size_t slash = path.rfind('/');
+      if (!file.empty() && file[0] != '/' && slash != std::string::npos)
+        file = path.substr(0, slash + 1) + file;  // relative to the including file
+      if (st.depth >= 16) fail(at, quoted(word) + ": batch files nested more than 16 deep");
+      ++st.depth;
+      try {
+        read_batch(file, st, out);
+      } catch (const Error& e) {
+        fail(at, e.what());
+      }
+      --st.depth;
+    } else if (word[0] == '-') {
+      // Other benchdnn options (--conv, --dir, --cfg, --alg, --attr-..., -v...) choose what is
+      // run with a problem, not the forward convolution itself.
+    } else {
+      try {
+        ConvProblem p = parse_descriptor(word);
+        if (st.mb != 0) {
+          p.N = st.mb;
+          p.validate();
+        }
+        out.push_back(std::move(p));
+      } catch (const Error& e) {
+        fail(at, e.what());
+      }
+    }
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    for (const std::string& w : split_words(line)) {
+      std::string word = w;
+      int at = lineno;
+      if (!pending.empty()) {
+        // benchdnn joins a word ending in `\` with the next word, without a space.
+        word = pending + word;
+        at = pending_line;
+        pending.clear();
+      }
+      if (word == "\\") continue;  // a lone `\` only continues the line
+      if (word.back() == '\\') {
+        word.pop_back();
+        pending = word;
+        pending_line = at;
+        continue;
+      }
+      handle(word, at);
+    }
+  }
+  if (in.bad()) throw Error("batch file " + quoted(path) + ": read error");
+  if (!pending.empty()) handle(pending, pending_line);
+}
+
+}  // namespace
+
+std::vector<ConvProblem> read_batch_file(const std::string& path) {
+  BatchState st;
+  std::vector<ConvProblem> out;
+  read_batch(path, st, out);
+  return out;
+}
+
+// ---- MIOpenDriver flags --------------------------------------------------------------------
+
+ConvProblem parse_miopen_flags(const std::vector<std::string>& args) {
+  struct Flag {
+    char short_name;
+    const char* long_name;
+    int64_t value;
+    int64_t ConvProblem::*field;  // nullptr: a run-control flag, value checked then ignored
+  };
+  // Problem flags with MIOpenDriver's defaults, then the run-control flags it accepts that do
+  // not change the forward convolution.
+  Flag flags[] = {
+      {'n', "batchsize", 100, &ConvProblem::N},
+      {'c', "in_channels", 3, &ConvProblem::C},
+      {'H', "in_h", 32, &ConvProblem::H},
+      {'W', "in_w", 32, &ConvProblem::W},
+      {'k', "out_channels", 32, &ConvProblem::K},
+      {'y', "fil_h", 3, &ConvProblem::R},
+      {'x', "fil_w", 3, &ConvProblem::S},
+      {'p', "pad_h", 0, &ConvProblem::pad_top},
+      {'q', "pad_w", 0, &ConvProblem::pad_left},
+      {'u', "conv_stride_h", 1, &ConvProblem::stride_h},
+      {'v', "conv_stride_w", 1, &ConvProblem::stride_w},
+      {'l', "dilation_h", 1, &ConvProblem::dilation_h},
+      {'j', "dilation_w", 1, &ConvProblem::dilation_w},
+      {'g', "group_count", 1, &ConvProblem::groups},
+      {'F', "forw", 0, nullptr},
+      {'b', "bias", 0, nullptr},
+      {'i', "iter", 10, nullptr},
+      {'t', "time", 0, nullptr},
+      {'V', "verify", 1, nullptr},
+      {'w', "wall", 0, nullptr},
+      {'s', "search", 0, nullptr},
+      {'P', "printconv", 1, nullptr},
+  };
+  size_t i = 0;
+  if (!args.empty() && args[0] == "conv") i = 1;  // MIOpenDriver's sub-command (fp32)
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    Flag* f = nullptr;
+    std::optional<std::string> inline_value;
+    if (a.size() == 2 && a[0] == '-' && a[1] != '-') {
+      for (Flag& fl : flags)
+        if (fl.short_name == a[1]) f = &fl;
+    } else if (a.rfind("--", 0) == 0) {
+      std::string name = a.substr(2);
+      const size_t eq = name.find('=');
+      if (eq != std::string::npos) {
+        inline_value = name.substr(eq + 1);
+        name.resize(eq);
+      }
+      for (Flag& fl : flags)
+        if (name == fl.long_name) f = &fl;
+    }
+    if (!f)
+      throw Error("MIOpen flag " + quoted(a) +
+                  ": unknown flag (problem flags: -n -c -H -W -k -y -x -p -q -u -v -l -j -g)");
+    const std::string flag = std::string("-") + f->short_name + "/--" + f->long_name;
+    if (!inline_value && i + 1 >= args.size())
+      throw Error("MIOpen flag " + flag + ": missing value");
+    const std::string v = inline_value ? *inline_value : args[++i];
+    const std::optional<int64_t> n = parse_size(v);
+    if (!n)
+      throw Error("MIOpen flag " + flag + ": expected an integer in [0, 2^31], got " + quoted(v));
+    f->value = *n;
+  }
+  ConvProblem p;
+  for (const Flag& f : flags)
+    if (f.field) p.*(f.field) = f.value;
+  p.pad_bottom = p.pad_top;
+  p.pad_right = p.pad_left;
+  // MIOpenDriver treats group_count 0 as 1 (std::max(group_count, 1)).
+  if (p.groups == 0) p.groups = 1;
+  try {
+    p.validate();
+  } catch (const Error& e) {
+    const FieldName* f = field_of_error(e.what());
+    throw Error("MIOpen flag " + std::string(f ? f->flag : "(problem)") + ": " + e.what());
+  }
+  return p;
+}
+
+}  // namespace conv

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "conv/error.hpp"
+#include "device_ops.hpp"
 
 namespace conv {
 
@@ -59,17 +60,17 @@ const char* version() {
   return CONVTUNE_VERSION;
 }
 
-std::string Device::fingerprint(int threads) const {
+std::string cpu_fingerprint(int threads) {
+  std::string brand = cpu_features::GetX86Info().brand_string;
+  while (!brand.empty() && brand.back() == ' ') brand.pop_back();
   std::ostringstream s;
-  if (kind == Kind::cpu) {
-    std::string brand = cpu_features::GetX86Info().brand_string;
-    while (!brand.empty() && brand.back() == ' ') brand.pop_back();
-    s << "cpu|" << brand << "|" << to_string(cpu_isa()) << "|threads=" << resolve_threads(threads)
-      << "|convtune " << version();
-  } else {
-    throw Error("device: " + name() + ": this build has no CUDA backend");
-  }
+  s << "cpu|" << brand << "|" << to_string(cpu_isa()) << "|threads=" << resolve_threads(threads)
+    << "|convtune " << version();
   return s.str();
+}
+
+std::string Device::fingerprint(int threads) const {
+  return device_ops(*this).fingerprint(threads);
 }
 
 }  // namespace conv

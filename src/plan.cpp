@@ -1,1 +1,123 @@
-// placeholder: filled in by the change that owns this file
+// conv::Plan: choose once (on the packed-weights path), keep the workspace and the packed
+// weights, run many times without any lookup.
+#include "choose.hpp"
+#include "conv/conv.hpp"
+#include "device_ops.hpp"
+
+namespace conv {
+
+struct Plan::Impl {
+  ConvProblem problem;
+  ForwardOptions options;
+  const DeviceOps* ops = nullptr;
+  Choice choice;
+  ForwardResult result;
+  DeviceBuffer workspace;
+  DeviceBuffer packed;
+  bool has_packed = false;
+};
+
+Plan::Plan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Plan::Plan(Plan&&) noexcept = default;
+Plan& Plan::operator=(Plan&&) noexcept = default;
+Plan::~Plan() = default;
+
+namespace {
+
+std::unique_ptr<Plan::Impl> make_impl(const ConvProblem& p, const ForwardOptions& o) {
+  p.validate();
+  auto impl = std::make_unique<Plan::Impl>();
+  impl->problem = p;
+  impl->options = o;
+  impl->options.threads = resolve_threads(o.threads);
+  impl->ops = &device_ops(o.device);
+  return impl;
+}
+
+void finish(Plan::Impl& impl) {
+  const Choice& c = impl.choice;
+  impl.result = {std::string(c.algo->id()), c.config, c.source};
+  if (impl.options.workspace) {
+    if (impl.options.workspace_size < c.workspace_bytes)
+      throw Error("workspace: " + impl.result.algo_id + " " + c.config + " needs " +
+                  std::to_string(c.workspace_bytes) + " bytes, the caller gave " +
+                  std::to_string(impl.options.workspace_size));
+  } else {
+    impl.workspace = DeviceBuffer(*impl.ops, c.workspace_bytes);
+  }
+}
+
+}  // namespace
+
+Plan Plan::create(const ConvProblem& p, const ForwardOptions& o) {
+  auto impl = make_impl(p, o);
+  impl->choice = choose(p, impl->options, ExecPath::packed);
+  finish(*impl);
+  return Plan(std::move(impl));
+}
+
+Plan Plan::create(const ConvProblem& p, const std::string& algo_id, const std::string& config,
+                  const ForwardOptions& o) {
+  auto impl = make_impl(p, o);
+  const Algorithm* a = find_algorithm(algo_id);
+  if (!a) throw Error("algo_id: unknown algorithm \"" + algo_id + "\"");
+  if (a->device() != o.device.kind)
+    throw Error("algo_id: " + algo_id + " does not run on " + o.device.name());
+  Applicability ok = a->applicable(p);
+  if (!ok.ok)
+    throw Error("algo_id: " + algo_id + " is not applicable to " + p.key() + ": " + ok.reason);
+  bool known = false;
+  for (const auto& c : a->configs(p)) known = known || c == config;
+  if (!known)
+    throw Error("config: " + algo_id + " has no config \"" + config + "\" for " + p.key());
+  impl->choice.algo = a;
+  impl->choice.config = config;
+  impl->choice.source = ChoiceSource::heuristic;
+  impl->choice.workspace_bytes = a->workspace_bytes(p, config);
+  finish(*impl);
+  return Plan(std::move(impl));
+}
+
+void Plan::pack_weights(const float* w) {
+  if (!w) throw Error("w: null weight tensor");
+  impl_->ops->check_pointer(w, "w");
+  const Choice& c = impl_->choice;
+  const size_t bytes = c.algo->packed_weights_bytes(impl_->problem, c.config);
+  if (bytes == 0) return;  // this algorithm reads w directly on every call
+  impl_->packed.reserve(*impl_->ops, bytes);
+  c.algo->pack_weights(impl_->problem, c.config, w, impl_->packed.data(), impl_->options.threads);
+  impl_->has_packed = true;
+}
+
+bool Plan::has_packed_weights() const {
+  return impl_->has_packed;
+}
+
+void Plan::execute(const float* x, const float* w, const float* bias, float* y) {
+  if (!x) throw Error("x: null input tensor");
+  if (!y) throw Error("y: null output tensor");
+  if (!w && !impl_->has_packed) throw Error("w: null weight tensor and no packed weights");
+  ForwardArgs a;
+  a.x = x, a.w = w, a.bias = bias, a.y = y;
+  a.threads = impl_->options.threads;
+  a.stream = impl_->options.stream;
+  if (impl_->has_packed) a.packed_weights = impl_->packed.data();
+  if (impl_->options.workspace) {
+    a.workspace = impl_->options.workspace, a.workspace_size = impl_->options.workspace_size;
+  } else {
+    a.workspace = impl_->workspace.data(), a.workspace_size = impl_->workspace.size();
+  }
+  impl_->choice.algo->forward(impl_->problem, impl_->choice.config, a);
+}
+
+const ConvProblem& Plan::problem() const {
+  return impl_->problem;
+}
+const ForwardResult& Plan::choice() const {
+  return impl_->result;
+}
+size_t Plan::workspace_bytes() const {
+  return impl_->choice.workspace_bytes;
+}
+
+}  // namespace conv

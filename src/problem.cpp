@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <initializer_list>
 #include <limits>
 #include <sstream>
 
@@ -83,12 +84,24 @@ void ConvProblem::validate() const {
         "padded width is smaller than the dilated kernel width " +
             std::to_string(extent(S, dilation_w)) + ", so OW < 1",
         W);
-  // Byte sizes (4 bytes per fp32 element) must fit in 64 bits.
-  if (checked_product({N, C, H, W, 4}) < 0) bad("N", "x byte size N*C*H*W*4 overflows 64 bits", N);
-  if (checked_product({K, Cg(), R, S, 4}) < 0)
-    bad("K", "w byte size K*C/groups*R*S*4 overflows 64 bits", K);
-  if (checked_product({N, K, OH(), OW(), 4}) < 0)
-    bad("N", "y byte size N*K*OH*OW*4 overflows 64 bits", N);
+  // Byte sizes (4 bytes per fp32 element) must fit in 64 bits; the message blames the batch
+  // (or K for w) and lists every factor, since any of them may be the one that is too large.
+  auto check_bytes = [](const char* field, const char* what,
+                        std::initializer_list<int64_t> factors) {
+    if (checked_product(factors) >= 0) return;
+    std::ostringstream s;
+    s << "ConvProblem." << field << ": " << what << " = ";
+    const char* sep = "";
+    for (int64_t f : factors) {
+      s << sep << f;
+      sep = "*";
+    }
+    s << " bytes overflows 64 bits";
+    throw Error(s.str());
+  };
+  check_bytes("N", "x byte size N*C*H*W*4", {N, C, H, W, 4});
+  check_bytes("K", "w byte size K*(C/groups)*R*S*4", {K, Cg(), R, S, 4});
+  check_bytes("N", "y byte size N*K*OH*OW*4", {N, K, OH(), OW(), 4});
   if (dtype != DType::f32) throw Error("ConvProblem.dtype: only f32 is supported");
   if (layout != Layout::NCHW) throw Error("ConvProblem.layout: only NCHW is supported");
 }

@@ -1,3 +1,320 @@
-int main() {
+// autotune: tune convolutions and store the winners (tune), explain one problem's candidates
+// (explain), list the stored winners (show). Exit codes: 0 ok, 2 bad arguments or descriptor,
+// 1 any other error.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <iostream>
+#include <map>
+
+#include "../peak.hpp"
+#include "conv/conv.hpp"
+#include "conv/tuner.hpp"
+#include "report.hpp"
+
+namespace {
+
+using conv::cli::LayerOutcome;
+
+// Argument errors found after CLI11's own parsing (bad descriptors, bad values): exit code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// MIOpenDriver-style flags: -n -c -H -W -k -y -x -p -q -u -v -l -j -g.
+struct MiopenFlags {
+  std::map<char, std::string> values;
+  void add_to(CLI::App* app) {
+    const std::pair<char, const char*> flags[] = {
+        {'n', "batch size"},     {'c', "input channels"},  {'H', "input height"},
+        {'W', "input width"},    {'k', "output channels"}, {'y', "filter height"},
+        {'x', "filter width"},   {'p', "padding height"},  {'q', "padding width"},
+        {'u', "stride height"},  {'v', "stride width"},    {'l', "dilation height"},
+        {'j', "dilation width"}, {'g', "groups"}};
+    for (const auto& [flag, what] : flags)
+      app->add_option(std::string("-") + flag, values[flag],
+                      std::string("MIOpenDriver-style: ") + what)
+          ->group("MIOpenDriver-style problem");
+  }
+  bool any() const {
+    for (const auto& [f, v] : values)
+      if (!v.empty()) return true;
+    return false;
+  }
+  conv::ConvProblem problem() const {
+    std::vector<std::string> args;
+    for (const auto& [f, v] : values)
+      if (!v.empty()) args.insert(args.end(), {std::string("-") + f, v});
+    return conv::parse_miopen_flags(args);
+  }
+};
+
+std::vector<conv::ConvProblem> collect_problems(const std::vector<std::string>& descriptors,
+                                                const std::vector<std::string>& batches,
+                                                const MiopenFlags& miopen) {
+  std::vector<conv::ConvProblem> problems;
+  try {
+    for (const auto& d : descriptors) problems.push_back(conv::parse_descriptor(d));
+    for (const auto& b : batches) {
+      auto ps = conv::read_batch_file(b);
+      problems.insert(problems.end(), ps.begin(), ps.end());
+    }
+    if (miopen.any()) problems.push_back(miopen.problem());
+  } catch (const conv::Error& e) {
+    throw UsageError(e.what());
+  }
+  if (problems.empty())
+    throw UsageError("no problem given: pass a DESCRIPTOR, --batch FILE or MIOpen-style flags");
+  return problems;
+}
+
+conv::Device parse_device(const std::string& text) {
+  try {
+    return conv::Device::parse(text);
+  } catch (const conv::Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+struct Common {
+  int threads = 0;
+  std::string db;
+  std::string device = "cpu";
+  bool json = false;
+  void add_to(CLI::App* app, bool with_db) {
+    app->add_option("--threads", threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
+    if (with_db)
+      app->add_option(
+          "--db", db,
+          "perf database path (default: CONVTUNE_PERFDB or ~/.cache/convtune/perfdb.sqlite)");
+    app->add_option("--device", device, "cpu or cuda:N");
+    app->add_flag("--json", json, "print JSON instead of tables");
+  }
+  std::string db_path() const { return db.empty() ? conv::PerfDb::default_path() : db; }
+};
+
+struct TuneArgs {
+  std::vector<std::string> descriptors, batches;
+  std::string algo;
+  bool force = false;
+  double budget_s = 120, min_ms = 50;
+  int min_runs = 5;
+  double workspace_mib = -1;
+  void add_to(CLI::App* app) {
+    app->add_option("DESCRIPTOR", descriptors,
+                    "benchdnn conv descriptors, e.g. mb1ic3ih227oc96kh11sh4n\"conv1\"");
+    app->add_option("--batch", batches, "benchdnn-style file of descriptors (# comments)")
+        ->check(CLI::ExistingFile);
+    app->add_option("--algo", algo,
+                    "only algorithms whose id contains one of these comma-separated substrings");
+    app->add_option("--budget", budget_s, "time budget per problem, seconds")
+        ->check(CLI::PositiveNumber);
+    app->add_option("--min-runs", min_runs, "timed runs per candidate, at least")
+        ->check(CLI::PositiveNumber);
+    app->add_option("--min-ms", min_ms, "timed milliseconds per candidate, at least")
+        ->check(CLI::NonNegativeNumber);
+    app->add_option("--workspace-limit", workspace_mib,
+                    "largest workspace a candidate may use, MiB")
+        ->check(CLI::NonNegativeNumber);
+  }
+  conv::TuneOptions options(const Common& c, const conv::Device& d) const {
+    conv::TuneOptions o;
+    o.device = d;
+    o.threads = c.threads;
+    o.algo_pattern = algo;
+    o.budget_ms = budget_s * 1000;
+    o.min_runs = min_runs;
+    o.min_time_ms = min_ms;
+    if (workspace_mib >= 0) o.workspace_limit = static_cast<size_t>(workspace_mib * 1048576.0);
+    return o;
+  }
+};
+
+LayerOutcome outcome_from_tune(const conv::TuneResult& r) {
+  LayerOutcome o;
+  o.problem = r.problem;
+  o.fingerprint = r.fingerprint;
+  o.source = "tuned";
+  o.candidates = r.to_records();
+  auto winner = [&](int i, bool packed) -> std::optional<conv::PerfWinner> {
+    if (i < 0) return std::nullopt;
+    const auto& c = r.candidates[i];
+    conv::PerfWinner w;
+    w.algo_id = c.algo_id;
+    w.config = c.config;
+    w.median_ms = packed && c.packed_median_ms >= 0 ? c.packed_median_ms : c.median_ms;
+    w.version = conv::version();
+    return w;
+  };
+  o.winner = winner(r.winner, false);
+  o.packed_winner = winner(r.packed_winner, true);
+  o.tuned = r;
+  return o;
+}
+
+int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
+  auto problems = collect_problems(t.descriptors, t.batches, miopen);
+  const conv::Device device = parse_device(c.device);
+  const conv::TuneOptions options = t.options(c, device);
+  const std::string fingerprint = device.fingerprint(c.threads);
+  conv::PerfDb db = conv::PerfDb::open(c.db_path());
+
+  std::vector<LayerOutcome> layers;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  size_t measured = 0;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const auto& p = problems[i];
+    const std::string name = p.name.empty() ? p.key() : p.name;
+    if (!t.force) {
+      auto w = db.lookup(fingerprint, p.key(), conv::ExecPath::oneshot);
+      if (w && t.algo.empty()) {
+        LayerOutcome o;
+        o.problem = p;
+        o.fingerprint = fingerprint;
+        o.source = "perfdb";
+        o.winner = w;
+        o.packed_winner = db.lookup(fingerprint, p.key(), conv::ExecPath::packed);
+        o.candidates = db.candidates(fingerprint, p.key());
+        layers.push_back(o);
+        std::cerr << "[" << i + 1 << "/" << problems.size() << "] " << name
+                  << ": stored in the perf database, not re-measured (use --force to re-tune)\n";
+        continue;
+      }
+    }
+    std::cerr << "[" << i + 1 << "/" << problems.size() << "] " << name << ": tuning ("
+              << p.flops() / 1e9 << " GFLOP)..." << std::flush;
+    auto r = conv::tune(p, options, [&](size_t j, size_t n, const conv::CandidateResult&) {
+      if ((j + 1) % 4 == 0 || j + 1 == n) std::cerr << " " << j + 1 << "/" << n << std::flush;
+    });
+    ++measured;
+    conv::store_result(db, r);
+    layers.push_back(outcome_from_tune(r));
+    const double per = elapsed() / measured;
+    std::cerr << " done; elapsed " << static_cast<int>(elapsed()) << " s, ETA about "
+              << static_cast<int>(per * (problems.size() - i - 1)) << " s\n";
+  }
+  if (c.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& l : layers) j.push_back(conv::cli::to_json(l));
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "device: " << fingerprint << "\nperf database: " << db.path() << "\n\n";
+    conv::cli::print_tune_table(std::cout, layers);
+    size_t stored = layers.size() - measured;
+    std::cout << "\n"
+              << measured << " layer(s) tuned now, " << stored
+              << " read from the perf database without measuring.\n";
+  }
   return 0;
+}
+
+int run_explain(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
+  auto problems = collect_problems(t.descriptors, t.batches, miopen);
+  std::vector<conv::Device> devices;
+  if (c.device == "all") {
+    devices.push_back(conv::Device::cpu());
+    try {
+      conv::Device::cuda(0).fingerprint(c.threads);
+      devices.push_back(conv::Device::cuda(0));
+    } catch (const conv::Error& e) {
+      std::cerr << "cuda:0 not available: " << e.what() << "\n";
+    }
+  } else {
+    devices.push_back(parse_device(c.device));
+  }
+  const double peak = conv::measure_fma_peak_gflops(c.threads);
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& p : problems) {
+    for (const auto& d : devices) {
+      auto r = conv::tune(p, t.options(c, d));
+      const double dev_peak = d.kind == conv::Device::Kind::cpu ? peak : 0;
+      if (c.json) {
+        all.push_back(conv::cli::to_json(r, dev_peak));
+      } else {
+        conv::cli::print_explain(std::cout, r, dev_peak);
+        std::cout << "\n";
+      }
+    }
+  }
+  if (c.json) std::cout << all.dump(2) << "\n";
+  return 0;
+}
+
+int run_show(const Common& c) {
+  const conv::Device device = parse_device(c.device);
+  const std::string fingerprint = device.fingerprint(c.threads);
+  conv::PerfDb db = conv::PerfDb::open(c.db_path(), true);
+  auto entries = db.winners(fingerprint);
+  if (c.json) {
+    nlohmann::json j = {{"fingerprint", fingerprint}, {"perfdb", db.path()}};
+    j["winners"] = nlohmann::json::array();
+    for (const auto& e : entries) j["winners"].push_back(conv::cli::to_json(e));
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "device: " << fingerprint << "\nperf database: " << db.path() << "\n\n";
+  if (entries.empty()) {
+    std::cout << "no winners stored for this device\n";
+    return 0;
+  }
+  for (const auto& e : entries) {
+    char line[600];
+    std::snprintf(line, sizeof line, "%-64s %-8s %-28s %10.3f ms  %s  v%s\n", e.key.c_str(),
+                  conv::to_string(e.path), (e.winner.algo_id + " " + e.winner.config).c_str(),
+                  e.winner.median_ms, e.winner.date.c_str(), e.winner.version.c_str());
+    std::cout << line;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"autotune: measure convtune's convolution algorithms and keep the winners"};
+  app.require_subcommand(1);
+  Common common_tune, common_explain, common_show;
+  TuneArgs tune_args, explain_args;
+  MiopenFlags miopen_tune, miopen_explain;
+
+  CLI::App* tune = app.add_subcommand(
+      "tune", "measure every candidate for each problem, store all timings and the winners");
+  common_tune.add_to(tune, true);
+  tune_args.add_to(tune);
+  tune->add_flag("--force", tune_args.force, "re-measure problems already in the perf database");
+  miopen_tune.add_to(tune);
+
+  CLI::App* explain = app.add_subcommand(
+      "explain",
+      "every registered algorithm for a problem: applicable or why not, each config's "
+      "time, GFLOP/s, % of peak, workspace, error; the winner marked");
+  common_explain.add_to(explain, false);
+  explain_args.add_to(explain);
+  miopen_explain.add_to(explain);
+
+  CLI::App* show = app.add_subcommand("show", "the winners stored for this device");
+  common_show.add_to(show, true);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  try {
+    if (*tune) return run_tune(common_tune, tune_args, miopen_tune);
+    if (*explain) return run_explain(common_explain, explain_args, miopen_explain);
+    return run_show(common_show);
+  } catch (const UsageError& e) {
+    std::cerr << "autotune: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "autotune: error: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -93,8 +93,9 @@ class Plan {
   const ForwardResult& choice() const;
   size_t workspace_bytes() const;
 
+  struct Impl;  ///< opaque
+
  private:
-  struct Impl;
   explicit Plan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

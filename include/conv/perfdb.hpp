@@ -1,6 +1,7 @@
 // conv::PerfDb: the SQLite perf database of winners and measured candidates (MIOpen's perf db).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,8 +23,8 @@ struct PerfWinner {
   std::string algo_id;
   std::string config;
   double median_ms = 0;
-  std::string date;     ///< UTC, ISO 8601, when stored
-  std::string version;  ///< convtune version that measured it
+  std::string date;     ///< UTC, ISO 8601, when stored; store() fills an empty one with now
+  std::string version;  ///< convtune version that measured it; empty = this build's
 };
 
 /// One measured candidate (all of them are kept, not only the winner).
@@ -36,23 +37,37 @@ struct PerfCandidate {
   double max_error = -1;  ///< max |y - y_ref| / sum|x*w| per output; -1 = not checked
   double workspace_bytes = 0;
   std::string message;  ///< reason for rejected/failed/skipped
+  std::string date;     ///< UTC, ISO 8601, when stored; store() fills an empty one with now
 };
 
-/// A SQLite perf database file (WAL mode, schema version table with migrations).
+/// A SQLite perf database file (WAL mode, schema version with migrations; see perfdb/schema.cpp).
 ///
-/// Every write is one IMMEDIATE transaction with a busy timeout, so concurrent writers from
-/// several processes all succeed and lose nothing; a killed writer leaves the last committed state.
-/// Rows are keyed by (fingerprint, key[, path]); lookups only ever match this exact fingerprint,
-/// and files of another (newer) schema are refused.
+/// Every write is one IMMEDIATE transaction with a 30 s busy timeout and retry on SQLITE_BUSY, so
+/// concurrent writers from several processes all succeed and lose nothing; a killed writer leaves
+/// the last committed state. Rows are keyed by (fingerprint, key[, path]); lookups only ever match
+/// this exact fingerprint, and files of a newer schema are refused.
+///
+/// Files: a convtune perfdb carries PRAGMA application_id 0x6376746e ("cvtn") and its schema
+/// version in PRAGMA user_version. A missing or empty (0-byte) file is a new, empty database: a
+/// writer creates the schema in it, a read-only open sees no entries. Any other file (not SQLite,
+/// truncated or damaged, another application's SQLite file) is refused with a conv::Error.
+///
+/// Each PerfDb is one SQLite connection: use one per thread (calls on one object are not
+/// synchronised beyond SQLite's own mutex). Move-only.
 class PerfDb {
  public:
-  /// Opens (creating file, parent directories and schema when `read_only` is false) the database.
-  /// Throws conv::Error ("perfdb: <path>: ...") when the file is not a convtune perf database,
-  /// is of a newer schema version, cannot be created, or is not writable for a writer.
+  /// Opens the database at `path`. A writer (`read_only` false) creates the parent directories
+  /// and the file, switches it to WAL mode and migrates an older schema forward; a reader
+  /// (SQLITE_OPEN_READONLY) never changes the file and reads schemas from the oldest readable one
+  /// up to this build's. Throws conv::Error "perfdb: <path>: ..." when the file is not a convtune
+  /// perf database ("not a convtune perf database (...)"), was written by a newer convtune
+  /// ("written by a newer convtune (schema N, this build reads up to M)"), cannot be created, does
+  /// not exist (reader), or is not writable (writer).
   static PerfDb open(const std::string& path, bool read_only = false);
 
-  /// The default path: $CONVTUNE_PERFDB, else $XDG_CACHE_HOME/convtune/perfdb.sqlite, else
-  /// $HOME/.cache/convtune/perfdb.sqlite.
+  /// The default path: $CONVTUNE_PERFDB, else $XDG_CACHE_HOME/convtune/perfdb.sqlite (when it is
+  /// an absolute path, as the XDG spec requires), else $HOME/.cache/convtune/perfdb.sqlite.
+  /// Empty variables count as unset. Throws conv::Error when none is set.
   static std::string default_path();
 
   PerfDb(PerfDb&&) noexcept;
@@ -60,13 +75,17 @@ class PerfDb {
   ~PerfDb();
 
   const std::string& path() const { return path_; }
+  bool read_only() const { return read_only_; }
 
+  /// The winner stored for exactly (fingerprint, key, path), or nullopt.
   std::optional<PerfWinner> lookup(const std::string& fingerprint, const std::string& key,
                                    ExecPath path = ExecPath::oneshot) const;
 
   /// Stores, in one transaction, all measured candidates of (fingerprint, key) (replacing the
-  /// earlier measurements of the same candidates) and the winner for each path given.
-  /// A null winner pointer leaves that path's stored winner as it was.
+  /// earlier measurements of the same (algo_id, config); other candidates stay) and the winner for
+  /// each path given, replacing that path's earlier winner. A null winner pointer leaves that
+  /// path's stored winner as it was. Throws conv::Error when the database was opened read-only, or
+  /// when fingerprint, key or an algo_id is empty (the message names the field).
   void store(const std::string& fingerprint, const std::string& key,
              const std::vector<PerfCandidate>& candidates, const PerfWinner* oneshot_winner,
              const PerfWinner* packed_winner);
@@ -76,20 +95,32 @@ class PerfDb {
     ExecPath path;
     PerfWinner winner;
   };
-  /// All winners stored for `fingerprint`, ordered by key then path.
+  /// All winners stored for `fingerprint`, ordered by key then path (oneshot before packed).
   std::vector<Entry> winners(const std::string& fingerprint) const;
 
-  /// The measured candidates of (fingerprint, key), ordered by one-shot median time.
+  /// The measured candidates of (fingerprint, key), ordered by one-shot median time (fastest
+  /// first; unmeasured ones last), ties by algo_id then config.
   std::vector<PerfCandidate> candidates(const std::string& fingerprint,
                                         const std::string& key) const;
+
+  /// Copies every row of the perfdb at `other_path` (all fingerprints) into this one, in one
+  /// transaction. A row whose primary key already exists here is replaced only when the other
+  /// row's date is newer. Returns the number of rows inserted or replaced. Throws conv::Error when
+  /// this database is read-only or `other_path` is not a readable convtune perf database.
+  size_t merge(const std::string& other_path);
 
   /// Current schema version written by this build.
   static int schema_version();
 
  private:
+  struct SqliteCloser {  // sqlite3_close_v2, so a PerfDb owns its connection
+    void operator()(sqlite3* db) const noexcept;
+  };
   PerfDb() = default;
+  sqlite3* conn() const;
   std::string path_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<sqlite3, SqliteCloser> db_;
+  bool read_only_ = false;
 };
 
 }  // namespace conv

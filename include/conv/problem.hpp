@@ -60,24 +60,62 @@ struct ConvProblem {
 };
 
 /// Parses one oneDNN benchdnn convolution descriptor, e.g.
-/// `g2mb1ic96ih27iw27oc256kh5kw5sh1sw1ph2pw2n"alexnet:conv2"`. `_` separators are allowed.
-/// Defaults as benchdnn: iw=ih, kw=kh, sw=sh, pw=ph, dh=dw=0 (dense), g=1, mb=2 when omitted;
-/// `oh`/`ow` given derive the bottom/right padding as benchdnn does.
-/// Throws conv::Error with the character position of the first bad token, or the problem's
-/// validate() error.
+/// `g2mb1ic96ih27iw27oc256kh5kw5sh1sw1ph2pw2n"alexnet:conv2"`.
+///
+/// Tokens (any order, each at most once, `_` separators allowed, surrounding whitespace
+/// ignored): g mb ic ih iw oc oh ow kh kw sh sw ph pw dh dw, each followed by a decimal number
+/// in [0, 2^31], and the name: n"..." (`\"` and `\\` escape a quote and a backslash; tokens may
+/// follow) or n<rest> (the rest of the text, as benchdnn). 3D tokens (id od kd sd pd dd) are
+/// rejected. Defaults and derivations as benchdnn's str2desc/sanitize_desc:
+/// - g=1, mb=2; ic and oc are required.
+/// - h tokens (ih oh kh sh ph dh): when any is given, ih and kh are required; sh=1, dh=0 (dense;
+///   benchdnn dilation d is our dilation d+1). When none is given the problem is 1D along w
+///   (ih=kh=1).
+/// - w tokens: when none is given, w copies h (iw=ih, kw=kh, sw=sh, pw=ph, dw=dh, ow=oh); when any
+///   is given, iw and kw are required and sw=1, dw=0 (benchdnn fails rather than mixing).
+/// - Without oh: pad_top = pad_bottom = ph (default 0). With oh: ph defaults to
+///   max(0, ((oh-1)*sh - ih + ext)/2) with ext = (kh-1)*(dh+1)+1, and
+///   pad_bottom = (oh-1)*sh - ih + ext - pad_top; when that is negative, 0 is used if it gives
+///   the same OH. Likewise for w.
+/// Returns a validated problem. Throws conv::Error `descriptor "<text>": position <i>: <what>`
+/// (i is the 0-based offset of the bad token) for an empty text, unknown, 3D or duplicate
+/// tokens, a missing or too large number, an unterminated name, an oh/ow that no padding >= 0
+/// gives; `descriptor "<text>": missing "<tok>"` for a required token; and
+/// `descriptor "<text>": "<tok>": ConvProblem.<field>: ...` for a validate() error.
 ConvProblem parse_descriptor(std::string_view text);
 
-/// Prints a descriptor that parse_descriptor() reads back to the same problem (oh/ow are written
-/// whenever bottom/right padding differs from top/left). The name is appended when non-empty.
+/// Prints a descriptor that parse_descriptor() reads back to the same problem (operator==) and
+/// name: mb, ic, ih, oc, kh always; g, sh, ph, dh when not default; the w tokens only when w
+/// differs from h; oh/ow whenever the bottom/right padding gives another output size than
+/// top/left padding on both sides would (so asymmetric problems round-trip; end padding that
+/// adds no output is dropped, as in key()). The name is appended as n"..." (`"` and `\`
+/// escaped) when non-empty. Printing is canonical: equal problems with equal names print equal
+/// text.
 std::string to_descriptor(const ConvProblem& p);
 
-/// Reads a benchdnn batch file: one descriptor per line, `#` comments and blank lines skipped.
-/// Throws conv::Error naming the file and line on unreadable files and bad descriptors.
+/// Reads a benchdnn batch file: whitespace-separated words, one or more per line. A word is a
+/// descriptor (parse_descriptor) or a benchdnn option. `#` outside a quoted name starts a comment
+/// to the end of the line; blank lines are skipped; a word ending in `\` continues with the next
+/// word (benchdnn). Options: `--mb=N` sets the batch of the following descriptors (N = 0: as
+/// written; this and nested files), `--reset` clears it, `--batch=FILE` reads FILE (relative to
+/// this file's folder) in place; every other word starting with `-` (--conv, --dir, --cfg,
+/// --alg, --attr-..., -v...) is ignored since it does not change the forward convolution.
+/// Returns the problems in file order. Throws conv::Error `<path>:<line>: <descriptor error>` for
+/// a bad descriptor or option, and `batch file "<path>": cannot open for reading` when the file
+/// cannot be read.
 std::vector<ConvProblem> read_batch_file(const std::string& path);
 
-/// Builds a problem from MIOpenDriver-style flags (`-n -c -H -W -k -y -x -p -q -u -v -l -j -g`),
-/// given as argv-like tokens, e.g. {"-n","1","-c","3",...}. Unset flags take MIOpenDriver's
-/// defaults (documented in the implementation). Throws conv::Error naming the flag.
+/// Builds a problem from MIOpenDriver conv flags given as argv-like tokens, e.g.
+/// {"-n","1","-c","3","-H","227","-W","227","-k","96","-y","11","-x","11","-u","4","-v","4"},
+/// optionally preceded by the sub-command "conv". Short and long forms (value in the next token;
+/// `--long=value` also accepted), with MIOpenDriver's defaults for unset flags:
+/// -n/--batchsize 100, -c/--in_channels 3, -H/--in_h 32, -W/--in_w 32, -k/--out_channels 32,
+/// -y/--fil_h 3, -x/--fil_w 3, -p/--pad_h 0, -q/--pad_w 0 (symmetric padding),
+/// -u/--conv_stride_h 1, -v/--conv_stride_w 1, -l/--dilation_h 1, -j/--dilation_w 1 (1 = dense),
+/// -g/--group_count 1 (0 means 1, as MIOpenDriver). The run-control flags -F -b -i -t -V -w -s -P
+/// (and long forms) are accepted and ignored. Values are decimal integers in [0, 2^31].
+/// Throws conv::Error `MIOpen flag <flag>: ...` for an unknown flag, a missing or bad value, and
+/// for the validate() error of the field the flag sets.
 ConvProblem parse_miopen_flags(const std::vector<std::string>& args);
 
 }  // namespace conv

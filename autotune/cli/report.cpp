@@ -1,0 +1,193 @@
+#include "report.hpp"
+
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+namespace conv::cli {
+
+namespace {
+
+std::string fmt(double v, int precision) {
+  if (v < 0) return "-";
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(precision) << v;
+  return s.str();
+}
+
+std::string label(const ConvProblem& p) {
+  return p.name.empty() ? p.key() : p.name;
+}
+
+bool is_vendor(const std::string& algo_id) {
+  return algo_id == "cpu.onednn" || algo_id.rfind("cuda.cudnn.", 0) == 0;
+}
+
+nlohmann::json candidate_json(const PerfCandidate& c, const ConvProblem& p) {
+  nlohmann::json j = {{"algo", c.algo_id},
+                      {"config", c.config},
+                      {"status", c.status},
+                      {"median_ms", c.median_ms},
+                      {"min_ms", c.min_ms},
+                      {"max_ms", c.max_ms},
+                      {"packed_median_ms", c.packed_median_ms},
+                      {"max_error", c.max_error},
+                      {"workspace_bytes", c.workspace_bytes}};
+  if (c.median_ms > 0) j["gflops"] = p.flops() / (c.median_ms * 1e6);
+  if (!c.message.empty()) j["message"] = c.message;
+  return j;
+}
+
+nlohmann::json winner_json(const PerfWinner& w, const ConvProblem& p) {
+  return {
+      {"algo", w.algo_id},        {"config", w.config},
+      {"median_ms", w.median_ms}, {"gflops", w.median_ms > 0 ? p.flops() / (w.median_ms * 1e6) : 0},
+      {"date", w.date},           {"version", w.version}};
+}
+
+}  // namespace
+
+const PerfCandidate* baseline(const LayerOutcome& o) {
+  const PerfCandidate* best = nullptr;
+  for (const auto& c : o.candidates)
+    if (is_vendor(c.algo_id) && c.status == "ok" && (!best || c.median_ms < best->median_ms))
+      best = &c;
+  return best;
+}
+
+std::string baseline_name(const LayerOutcome& o) {
+  return o.fingerprint.rfind("cpu", 0) == 0 ? "cpu.onednn" : "best cuDNN";
+}
+
+void print_tune_table(std::ostream& out, const std::vector<LayerOutcome>& layers) {
+  const std::string vendor = layers.empty() ? "cpu.onednn" : baseline_name(layers.front());
+  char line[512];
+  std::snprintf(line, sizeof line, "%-26s %-32s %10s %9s %14s %9s  %s\n", "layer", "winner",
+                "median ms", "GFLOP/s", (vendor + " ms").c_str(), "speed-up", "source");
+  out << line << std::string(118, '-') << "\n";
+  for (const auto& l : layers) {
+    std::string winner = l.winner ? l.winner->algo_id + " " + l.winner->config : "(none correct)";
+    const double ms = l.winner ? l.winner->median_ms : -1;
+    const PerfCandidate* b = baseline(l);
+    const double bms = b ? b->median_ms : -1;
+    std::string ratio = (ms > 0 && bms > 0) ? fmt(bms / ms, 2) + "x" : "-";
+    std::snprintf(line, sizeof line, "%-26s %-32s %10s %9s %14s %9s  %s\n",
+                  label(l.problem).c_str(), winner.c_str(), fmt(ms, 3).c_str(),
+                  fmt(ms > 0 ? l.problem.flops() / (ms * 1e6) : -1, 1).c_str(), fmt(bms, 3).c_str(),
+                  ratio.c_str(),
+                  l.source == "perfdb" ? "perfdb (stored, not re-measured)" : "tuned now");
+    out << line;
+  }
+}
+
+void print_explain(std::ostream& out, const TuneResult& r, double peak) {
+  const ConvProblem& p = r.problem;
+  out << "problem   " << to_descriptor(p) << "\n"
+      << "key       " << p.key() << "\n"
+      << "shape     N=" << p.N << " C=" << p.C << " H=" << p.H << " W=" << p.W << " -> K=" << p.K
+      << " OH=" << p.OH() << " OW=" << p.OW() << ", kernel " << p.R << "x" << p.S << ", stride "
+      << p.stride_h << "x" << p.stride_w << ", " << fmt(p.flops() / 1e9, 3) << " GFLOP\n"
+      << "device    " << r.fingerprint << "\n"
+      << "peak      " << (peak > 0 ? fmt(peak, 1) + " GFLOP/s (measured FMA peak)" : "unknown")
+      << "\n"
+      << "checked   against the " << r.reference << "\n\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-24s %-10s %-9s %10s %10s %8s %7s %9s %10s %9s\n",
+                "algorithm", "config", "status", "median ms", "packed ms", "GFLOP/s", "% peak",
+                "ws MiB", "max error", "bound");
+  out << line << "  " << std::string(114, '-') << "\n";
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const auto& c = r.candidates[i];
+    const double gf = c.gflops(p);
+    std::snprintf(line, sizeof line, "%c %-24s %-10s %-9s %10s %10s %8s %7s %9s %10.2e %9.2e\n",
+                  static_cast<int>(i) == r.winner ? '*' : ' ', c.algo_id.c_str(), c.config.c_str(),
+                  c.status.c_str(), fmt(c.median_ms, 3).c_str(), fmt(c.packed_median_ms, 3).c_str(),
+                  fmt(c.median_ms > 0 ? gf : -1, 1).c_str(),
+                  fmt(peak > 0 && c.median_ms > 0 ? 100 * gf / peak : -1, 0).c_str(),
+                  fmt(c.workspace_bytes / 1048576.0, 1).c_str(), c.max_error, c.error_bound);
+    out << line;
+    if (!c.message.empty()) out << "      " << c.message << "\n";
+  }
+  for (const auto& n : r.not_applicable) {
+    std::snprintf(line, sizeof line, "  %-24s %-10s %-9s %s\n", n.algo_id.c_str(), "-", "n/a",
+                  n.reason.c_str());
+    out << line;
+  }
+  out << "\n";
+  if (r.winner >= 0) {
+    const auto& w = r.candidates[r.winner];
+    out << "winner (one-shot): " << w.algo_id << " " << w.config << ", " << fmt(w.median_ms, 3)
+        << " ms\n";
+  } else {
+    out << "winner (one-shot): none: no candidate was measured correct\n";
+  }
+  if (r.packed_winner >= 0) {
+    const auto& w = r.candidates[r.packed_winner];
+    const double ms = w.packed_median_ms >= 0 ? w.packed_median_ms : w.median_ms;
+    out << "winner (Plan with packed weights): " << w.algo_id << " " << w.config << ", "
+        << fmt(ms, 3) << " ms\n";
+  }
+}
+
+nlohmann::json to_json(const LayerOutcome& o) {
+  nlohmann::json j = {{"name", o.problem.name},       {"problem", to_descriptor(o.problem)},
+                      {"key", o.problem.key()},       {"gflop", o.problem.flops() / 1e9},
+                      {"fingerprint", o.fingerprint}, {"source", o.source}};
+  j["winner"] = o.winner ? winner_json(*o.winner, o.problem) : nlohmann::json(nullptr);
+  j["packed_winner"] =
+      o.packed_winner ? winner_json(*o.packed_winner, o.problem) : nlohmann::json(nullptr);
+  const PerfCandidate* b = baseline(o);
+  j["baseline"] = b ? nlohmann::json{{"algo", b->algo_id}, {"median_ms", b->median_ms}}
+                    : nlohmann::json(nullptr);
+  if (b && o.winner && o.winner->median_ms > 0) j["speedup"] = b->median_ms / o.winner->median_ms;
+  j["candidates"] = nlohmann::json::array();
+  for (const auto& c : o.candidates) j["candidates"].push_back(candidate_json(c, o.problem));
+  if (o.tuned) {
+    j["not_applicable"] = nlohmann::json::array();
+    for (const auto& n : o.tuned->not_applicable)
+      j["not_applicable"].push_back({{"algo", n.algo_id}, {"reason", n.reason}});
+  }
+  return j;
+}
+
+nlohmann::json to_json(const TuneResult& r, double peak) {
+  nlohmann::json j = {{"name", r.problem.name},       {"problem", to_descriptor(r.problem)},
+                      {"key", r.problem.key()},       {"gflop", r.problem.flops() / 1e9},
+                      {"fingerprint", r.fingerprint}, {"reference", r.reference},
+                      {"peak_gflops", peak},          {"elapsed_ms", r.elapsed_ms}};
+  j["candidates"] = nlohmann::json::array();
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const auto& c = r.candidates[i];
+    j["candidates"].push_back({{"algo", c.algo_id},
+                               {"config", c.config},
+                               {"status", c.status},
+                               {"message", c.message},
+                               {"median_ms", c.median_ms},
+                               {"min_ms", c.min_ms},
+                               {"max_ms", c.max_ms},
+                               {"packed_median_ms", c.packed_median_ms},
+                               {"runs", c.runs},
+                               {"gflops", c.gflops(r.problem)},
+                               {"workspace_bytes", c.workspace_bytes},
+                               {"max_error", c.max_error},
+                               {"error_bound", c.error_bound},
+                               {"winner", static_cast<int>(i) == r.winner},
+                               {"packed_winner", static_cast<int>(i) == r.packed_winner}});
+  }
+  j["not_applicable"] = nlohmann::json::array();
+  for (const auto& n : r.not_applicable)
+    j["not_applicable"].push_back({{"algo", n.algo_id}, {"reason", n.reason}});
+  return j;
+}
+
+nlohmann::json to_json(const PerfDb::Entry& e) {
+  return {{"key", e.key},
+          {"path", to_string(e.path)},
+          {"algo", e.winner.algo_id},
+          {"config", e.winner.config},
+          {"median_ms", e.winner.median_ms},
+          {"date", e.winner.date},
+          {"version", e.winner.version}};
+}
+
+}  // namespace conv::cli

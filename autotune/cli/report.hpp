@@ -1,0 +1,43 @@
+// What the autotune CLI prints: the per-layer table, explain's per-candidate table, JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "conv/perfdb.hpp"
+#include "conv/tuner.hpp"
+
+namespace conv::cli {
+
+/// One layer's outcome in `autotune tune`: measured now, or read back from the perf database.
+struct LayerOutcome {
+  ConvProblem problem;
+  std::string fingerprint;
+  std::string source;  ///< "tuned" or "perfdb"
+  std::optional<PerfWinner> winner, packed_winner;
+  std::vector<PerfCandidate> candidates;  ///< all measured candidates (now or stored)
+  std::optional<TuneResult> tuned;        ///< when measured in this run
+};
+
+/// The vendor baseline measured in the same run: cpu.onednn on the CPU, the fastest cuDNN
+/// algorithm on a GPU.
+const PerfCandidate* baseline(const LayerOutcome& o);
+std::string baseline_name(const LayerOutcome& o);
+
+/// `autotune tune`'s table: per layer the winner, its median ms, GFLOP/s, the baseline's median
+/// ms in the same run and the speed-up over it (baseline ms / winner ms).
+void print_tune_table(std::ostream& out, const std::vector<LayerOutcome>& layers);
+
+/// `autotune explain`'s table: every registered algorithm, applicable or why not, each config's
+/// median ms (one-shot and packed), GFLOP/s, % of `peak_gflops`, workspace MiB, max error and
+/// bound, status; the winner marked with '*'.
+void print_explain(std::ostream& out, const TuneResult& r, double peak_gflops);
+
+nlohmann::json to_json(const LayerOutcome& o);
+nlohmann::json to_json(const TuneResult& r, double peak_gflops);
+nlohmann::json to_json(const PerfDb::Entry& e);
+
+}  // namespace conv::cli

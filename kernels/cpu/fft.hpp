@@ -1,0 +1,94 @@
+// Internals of cpu.fft shared by fft.cpp (Algorithm object and geometry, compiled for the
+// baseline ISA), fft_avx2.cpp (AVX2/FMA transforms, products and drivers) and
+// tests/test_fft.cpp. Not part of the public API. The method is described in fft.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "conv/algorithm.hpp"
+#include "conv/problem.hpp"
+
+namespace conv::kernels::fft {
+
+constexpr int kLanes = 8;      ///< tiles (or channels) transformed together, one per ymm lane
+constexpr int kMaxSlots = 32;  ///< per-thread scratch slots, so at most this many threads
+constexpr int kTiles[] = {8, 16, 32, 64};
+
+/// Everything forward() derives from (problem, tile size): the polyphase split, the tiling,
+/// which of the two paths runs, and the workspace layout. All sizes in elements unless named
+/// *_bytes. A "slot" (frequency element) is 16 floats: 8 lanes of real parts, then 8 of
+/// imaginary parts.
+struct Geometry {
+  int t = 0;    ///< tile size (input tile t x t)
+  int F = 0;    ///< frequencies kept per tile: t * (t/2 + 1)
+  int64_t OH = 0, OW = 0;
+
+  // Polyphase split: tap r of the kernel lands in row phase r % ph (ph = stride_h /
+  // gcd(stride_h, dilation_h)) at sub-kernel row r*dilation_h / stride_h.
+  int64_t ph = 1, pw = 1;  ///< phase periods
+  int64_t Pa = 1, Pb = 1;  ///< row / column phases that hold taps: min(R, ph), min(S, pw)
+  int64_t P = 1;           ///< Pa * Pb
+  int64_t Rp = 1, Sp = 1;  ///< sub-kernel size: (R-1)*dilation/stride + 1 (integer division)
+  int64_t mh = 1, mw = 1;  ///< output tile: t - Rp + 1, t - Sp + 1
+  int64_t TH = 1, TW = 1;  ///< tiles per image (ceil(OH/mh), ceil(OW/mw))
+  int64_t Cp = 1;          ///< reduction channels per group: C/g * P
+
+  // Outputs whose receptive field holds no input pixel are written as bias only, so the
+  // transform's rounding leak never lands on them. Alive rows are [oh_lo, oh_hi) unless
+  // row_gaps (H < dilation_h: then each row is tested).
+  int64_t oh_lo = 0, oh_hi = 0, ow_lo = 0, ow_hi = 0;
+  bool row_gaps = false, col_gaps = false;
+  /// Fewest input pixels (per channel) any alive output reads, for the error bound.
+  int64_t min_overlap = 1;
+
+  bool depthwise = false;  ///< C/g == K/g == 1: lanes run over channels, elementwise product
+
+  // General path: columns are (image, tile) pairs, J = N * TH * TW, in vectors of 8.
+  int64_t Kb = 0;        ///< ceil(K/g / 8): weight lanes run over output channels
+  int64_t Jv_total = 0;  ///< ceil(J / 8)
+  int64_t Jv = 0;        ///< column vectors per block
+  int64_t blocks = 0;    ///< column blocks per group
+  bool fused = false;    ///< products computed inside the inverse transform (small C'), no Y
+
+  // Depthwise path.
+  int64_t Cb = 0;     ///< ceil(C / 8)
+  int64_t items = 0;  ///< work items of the slot-using stage (fused inverse or depthwise)
+
+  int64_t slots = 0;  ///< scratch slots (= most threads used by the slot stage)
+  int64_t slot_floats = 0;
+
+  // Workspace layout, byte offsets from the 64-aligned workspace start.
+  size_t x_off = 0, y_off = 0, slot_off = 0, w_off = 0;
+  size_t w_bytes = 0;      ///< transformed weights (= packed_weights_bytes)
+  size_t total_bytes = 0;  ///< workspace_bytes: 64 (alignment) + everything
+};
+
+/// The geometry of problem `p` with tile size `t`. `p` must be valid and `t` applicable
+/// (sub-kernel fits: Rp, Sp <= t - 1).
+Geometry make_geometry(const ConvProblem& p, int t);
+
+/// Parses "t8".."t64"; throws conv::Error naming "config" otherwise.
+int parse_config(const std::string& config);
+
+// ---- AVX2 entry points (fft_avx2.cpp; call only when cpu_isa() >= avx2) ----
+
+/// Transforms KCRS weights into the layout of Geometry (general: [g][f][c'][Kb][16], depthwise:
+/// [Cb][P][f][16]), conjugated and scaled by 1/(4 t^2).
+void pack_weights_avx2(const ConvProblem& p, const Geometry& g, const float* w, float* packed,
+                       int threads);
+
+/// The convolution. `ws` is 64-byte aligned with room for g.total_bytes - 64 bytes (the weight
+/// region is not touched when `packed` is non-null).
+void forward_avx2(const ConvProblem& p, const Geometry& g, const float* x, const float* w,
+                  const float* packed, const float* bias, float* y, char* ws, int threads);
+
+/// Test hooks: the 2D tile transforms on 8 tiles of t x t floats stored [lane][row][col].
+/// forward: spec[lane][u][v] (u < t, v <= t/2) as interleaved complex pairs, equal to
+/// 2 * DFT2(x). inverse: from such a spectrum of a real tile, writes rows < m, cols < m of
+/// t^2 * IDFT2 scaled back so that inverse(forward(x)) == 2 * t^2 * x... see test_fft.cpp.
+void test_forward_tile(int t, const float* tiles, float* spec);
+void test_inverse_tile(int t, const float* spec, float* tiles);
+
+}  // namespace conv::kernels::fft

@@ -1,0 +1,149 @@
+// The 1D Winograd transforms of cpu.winograd, F(m, 3) for m = 2, 4, 6, written once as templates so
+// that the AVX2 kernel (T = __m256) and the float64 tests (T = double) run the same formulas.
+//
+// Construction (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016,
+// section 4; Toom-Cook with the point at infinity): for F(m, 3) with alpha = m + 2 points
+// a_0 .. a_{m}, inf, the 1D correlation y_i = sum_k d_{i+k} g_k (i < m, k < 3) is
+//   y = A^T [ (G g) .* (B^T d) ],
+// A^T[i][j] = a_j^i (column inf = e_{m-1}), G[j][k] = a_j^k / prod_{l != j} (a_j - a_l)
+// (row inf = e_2), and B^T follows from the identity above. The 2D transform of an alpha x alpha
+// tile applies the 1D transform to rows, then to columns.
+// Points: F(2,3): 0, 1, -1, inf.  F(4,3): 0, 1, -1, 2, -2, inf.
+// F(6,3): 0, 1, -1, 1/2, -1/2, 2, -2, inf, the set Barabasz et al. ("Error Analysis and Improving
+// the Accuracy of Winograd Convolution for Deep Neural Networks", 2018) and NNPACK use: pairs
+// +-a and +-1/a keep the largest entries of A^T and B^T (32 and 21/4) as small as 8 points allow.
+// Matrices (rows of B^T; A^T; G), as derived by exact rational arithmetic:
+//   F(2,3): B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 -1 0 1]  A^T = [1 1 1 0; 0 1 -1 1]
+//           G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]
+//   F(4,3): B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0;
+//                  0 4 0 -5 0 1]
+//           A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
+//           G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]
+//   F(6,3): B^T = [1 0 -21/4 0 21/4 0 -1 0; 0 1 1 -17/4 -17/4 1 1 0; 0 -1 1 17/4 -17/4 -1 1 0;
+//                  0 2 4 -5/2 -5 1/2 1 0; 0 -2 4 5/2 -5 -1/2 1 0; 0 1/2 1/4 -5/2 -5/4 2 1 0;
+//                  0 -1/2 1/4 5/2 -5/4 -2 1 0; 0 -1 0 21/4 0 -21/4 0 1]
+//           A^T[i] = [0^i, 1, (-1)^i, 2^-i, (-2)^-i, 2^i, (-2)^i, [i == 5]]
+//           G = [1 0 0; -2/9 -2/9 -2/9; -2/9 2/9 -2/9; 32/45 16/45 8/45; 32/45 -16/45 8/45;
+//                1/90 1/45 2/45; 1/90 -1/45 2/45; 0 0 1]
+// The functions below evaluate these products with the usual even/odd sharing (NNPACK's
+// winograd-f6k3 does the same), which is why they are not plain matrix loops.
+#pragma once
+
+namespace conv::kernels::winograd {
+
+/// Arithmetic on one "lane type" T; specialised for double here and for __m256 in the AVX2 file.
+/// add(a, b) = a + b, sub(a, b) = a - b, mul(a, c) = a * c, madd(a, c, b) = a * c + b.
+template <class T>
+struct Arith;
+
+template <>
+struct Arith<double> {
+  static double add(double a, double b) { return a + b; }
+  static double sub(double a, double b) { return a - b; }
+  static double mul(double a, double c) { return a * c; }
+  static double madd(double a, double c, double b) { return a * c + b; }
+};
+
+/// B^T d: alpha = m + 2 inputs `d`, alpha outputs `o`.
+template <int M, class T>
+inline void input_1d(const T* d, T* o) {
+  using X = Arith<T>;
+  static_assert(M == 2 || M == 4 || M == 6, "F(m,3) for m = 2, 4, 6");
+  if constexpr (M == 2) {
+    o[0] = X::sub(d[0], d[2]);
+    o[1] = X::add(d[1], d[2]);
+    o[2] = X::sub(d[2], d[1]);
+    o[3] = X::sub(d[3], d[1]);
+  } else if constexpr (M == 4) {
+    const T e1 = X::madd(d[2], -4.0, d[4]);  // d4 - 4 d2
+    const T o1 = X::madd(d[1], -4.0, d[3]);  // d3 - 4 d1
+    const T e2 = X::sub(d[4], d[2]);
+    const T o2 = X::mul(X::sub(d[3], d[1]), 2.0);
+    o[0] = X::madd(d[0], 4.0, X::madd(d[2], -5.0, d[4]));
+    o[1] = X::add(e1, o1);
+    o[2] = X::sub(e1, o1);
+    o[3] = X::add(e2, o2);
+    o[4] = X::sub(e2, o2);
+    o[5] = X::madd(d[1], 4.0, X::madd(d[3], -5.0, d[5]));
+  } else {
+    o[0] = X::add(X::sub(d[0], d[6]), X::mul(X::sub(d[4], d[2]), 5.25));
+    o[7] = X::add(X::sub(d[7], d[1]), X::mul(X::sub(d[3], d[5]), 5.25));
+    const T e1 = X::madd(d[4], -4.25, X::add(d[2], d[6]));  // d2 - 17/4 d4 + d6
+    const T o1 = X::madd(d[3], -4.25, X::add(d[1], d[5]));  // d1 - 17/4 d3 + d5
+    o[1] = X::add(e1, o1);
+    o[2] = X::sub(e1, o1);
+    const T e2 = X::madd(d[2], 4.0, X::madd(d[4], -5.0, d[6]));              // 4 d2 - 5 d4 + d6
+    const T o2 = X::madd(d[1], 2.0, X::madd(d[3], -2.5, X::mul(d[5], 0.5)));  // 2 d1 - 5/2 d3 + d5/2
+    o[3] = X::add(e2, o2);
+    o[4] = X::sub(e2, o2);
+    const T e3 = X::madd(d[2], 0.25, X::madd(d[4], -1.25, d[6]));            // d2/4 - 5/4 d4 + d6
+    const T o3 = X::madd(d[1], 0.5, X::madd(d[3], -2.5, X::mul(d[5], 2.0)));  // d1/2 - 5/2 d3 + 2 d5
+    o[5] = X::add(e3, o3);
+    o[6] = X::sub(e3, o3);
+  }
+}
+
+/// A^T s: alpha inputs `s`, m outputs `y`.
+template <int M, class T>
+inline void output_1d(const T* s, T* y) {
+  using X = Arith<T>;
+  static_assert(M == 2 || M == 4 || M == 6, "F(m,3) for m = 2, 4, 6");
+  if constexpr (M == 2) {
+    y[0] = X::add(X::add(s[0], s[1]), s[2]);
+    y[1] = X::add(X::sub(s[1], s[2]), s[3]);
+  } else if constexpr (M == 4) {
+    const T a = X::add(s[1], s[2]), b = X::sub(s[1], s[2]);
+    const T c = X::add(s[3], s[4]), d = X::sub(s[3], s[4]);
+    y[0] = X::add(X::add(s[0], a), c);
+    y[1] = X::madd(d, 2.0, b);
+    y[2] = X::madd(c, 4.0, a);
+    y[3] = X::add(X::madd(d, 8.0, b), s[5]);
+  } else {
+    const T a = X::add(s[1], s[2]), b = X::sub(s[1], s[2]);  // points +-1
+    const T c = X::add(s[3], s[4]), d = X::sub(s[3], s[4]);  // points +-1/2
+    const T e = X::add(s[5], s[6]), f = X::sub(s[5], s[6]);  // points +-2
+    y[0] = X::add(X::add(s[0], a), X::add(c, e));
+    y[1] = X::madd(f, 2.0, X::madd(d, 0.5, b));
+    y[2] = X::madd(e, 4.0, X::madd(c, 0.25, a));
+    y[3] = X::madd(f, 8.0, X::madd(d, 0.125, b));
+    y[4] = X::madd(e, 16.0, X::madd(c, 0.0625, a));
+    y[5] = X::add(X::madd(f, 32.0, X::madd(d, 0.03125, b)), s[7]);
+  }
+}
+
+/// G g: 3 filter taps `g`, alpha outputs `u`.
+template <int M, class T>
+inline void weight_1d(const T* g, T* u) {
+  using X = Arith<T>;
+  static_assert(M == 2 || M == 4 || M == 6, "F(m,3) for m = 2, 4, 6");
+  if constexpr (M == 2) {
+    const T e = X::add(g[0], g[2]);
+    u[0] = g[0];
+    u[1] = X::mul(X::add(e, g[1]), 0.5);
+    u[2] = X::mul(X::sub(e, g[1]), 0.5);
+    u[3] = g[2];
+  } else if constexpr (M == 4) {
+    const T e = X::add(g[0], g[2]);
+    const T f = X::madd(g[0], 1.0 / 24, X::mul(g[2], 1.0 / 6));
+    u[0] = X::mul(g[0], 0.25);
+    u[1] = X::mul(X::add(e, g[1]), -1.0 / 6);
+    u[2] = X::mul(X::sub(e, g[1]), -1.0 / 6);
+    u[3] = X::madd(g[1], 1.0 / 12, f);
+    u[4] = X::madd(g[1], -1.0 / 12, f);
+    u[5] = g[2];
+  } else {
+    const T e = X::add(g[0], g[2]);
+    const T f = X::madd(g[0], 32.0 / 45, X::mul(g[2], 8.0 / 45));
+    const T h = X::madd(g[0], 1.0 / 90, X::mul(g[2], 2.0 / 45));
+    u[0] = g[0];
+    u[1] = X::mul(X::add(e, g[1]), -2.0 / 9);
+    u[2] = X::mul(X::sub(e, g[1]), -2.0 / 9);
+    u[3] = X::madd(g[1], 16.0 / 45, f);
+    u[4] = X::madd(g[1], -16.0 / 45, f);
+    u[5] = X::madd(g[1], 1.0 / 45, h);
+    u[6] = X::madd(g[1], -1.0 / 45, h);
+    u[7] = g[2];
+  }
+}
+
+}  // namespace conv::kernels::winograd

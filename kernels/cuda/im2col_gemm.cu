@@ -1,0 +1,130 @@
+// cuda.im2col_gemm: Caffe's GPU convolution (Jia et al., "Caffe", 2014; Chellapilla et al. 2006).
+// Per image, one kernel unrolls the input of all groups into a (C*R*S) x (OH*OW) column matrix in
+// the workspace (one thread per column element, kernels/cuda/index.hpp's im2col_source), then one
+// cublasSgemmStridedBatched call multiplies each group's (K/g) x (C/g*R*S) weights by its rows of
+// the column matrix. With a bias, y is first filled with it and the GEMM accumulates (beta = 1).
+// A 1x1 / stride 1 / no padding problem is already a GEMM on the input: no im2col, no workspace.
+// Cost: N*K*C/g*R*S*OH*OW FMAs in cuBLAS (fp32, CUBLAS_DEFAULT_MATH: no TF32) plus
+// N*C*R*S*OH*OW copies. Workspace: C*R*S*OH*OW*4 bytes (0 for the 1x1 case).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "conv/algorithm.hpp"
+#include "cuda/check.hpp"
+#include "cuda/index.hpp"
+#include "cuda/runtime.hpp"
+#include "kernels.hpp"
+
+namespace conv::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 65535 * 16;  // grid-stride loops cover the rest
+
+__global__ void im2col_kernel(gpu::ConvShape s, const float* __restrict__ x,
+                              float* __restrict__ col, int64_t total) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t src = gpu::im2col_source(s, i);
+    col[i] = src >= 0 ? x[src] : 0.0f;
+  }
+}
+
+// y[k][i] = bias[k] for one image (K x OHW).
+__global__ void fill_bias_kernel(const float* __restrict__ bias, float* __restrict__ y, int64_t ohw,
+                                 int64_t total) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    y[i] = bias[i / ohw];
+}
+
+unsigned blocks_for(int64_t total) {
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min(gpu::ceil_div(total, kThreads),
+                                                             kMaxBlocks)));
+}
+
+bool is_pointwise(const ConvProblem& p) {
+  return p.R == 1 && p.S == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
+         p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
+}
+
+class Im2colGemm final : public Algorithm {
+ public:
+  std::string_view id() const override { return "cuda.im2col_gemm"; }
+  Device::Kind device() const override { return Device::Kind::cuda; }
+  NumericClass numeric_class() const override { return NumericClass::exact_order; }
+
+  Applicability applicable(const ConvProblem& p) const override {
+    Applicability dev = gpu::device_check();
+    if (!dev.ok) return dev;
+    // cuBLAS takes int sizes and leading dimensions.
+    const int64_t crs = p.Cg() * p.R * p.S, ohw = p.OH() * p.OW();
+    if (crs > INT_MAX || ohw > INT_MAX || p.Kg() > INT_MAX || p.groups > INT_MAX)
+      return Applicability::no("a GEMM dimension exceeds cuBLAS's int range (C/g*R*S = " +
+                               std::to_string(crs) + ", OH*OW = " + std::to_string(ohw) + ")");
+    return Applicability::yes();
+  }
+
+  std::vector<std::string> configs(const ConvProblem&) const override { return {"cublas"}; }
+
+  size_t workspace_bytes(const ConvProblem& p, const std::string&) const override {
+    if (is_pointwise(p)) return 0;
+    return static_cast<size_t>(p.C * p.R * p.S) * p.OH() * p.OW() * sizeof(float);
+  }
+
+  void forward(const ConvProblem& p, const std::string& config,
+               const ForwardArgs& a) const override {
+    if (config != "cublas")
+      throw Error("config: cuda.im2col_gemm has only \"cublas\", got \"" + config + "\"");
+    const size_t need = workspace_bytes(p, config);
+    if (a.workspace_size < need || (need > 0 && !a.workspace))
+      throw Error("workspace: cuda.im2col_gemm needs " + std::to_string(need) + " bytes, got " +
+                  std::to_string(a.workspace_size));
+    const gpu::ConvShape s = gpu::shape_of(p);
+    const auto stream = static_cast<cudaStream_t>(a.stream);
+    const int64_t ohw = s.OH * s.OW, crs = s.Cg * s.R * s.S;
+    const bool pointwise = is_pointwise(p);
+    float* col = static_cast<float*>(a.workspace);
+    const float one = 1.0f, zero = 0.0f;
+    gpu::Handles h = gpu::lock_handles(a.stream);
+    cublasHandle_t blas = h.cublas();
+    for (int64_t n = 0; n < s.N; ++n) {
+      const float* x = a.x + n * s.C * s.H * s.W;
+      float* y = a.y + n * s.K * ohw;
+      const float* rhs = x;
+      if (!pointwise) {
+        const int64_t total = s.C * s.R * s.S * ohw;
+        im2col_kernel<<<blocks_for(total), kThreads, 0, stream>>>(s, x, col, total);
+        CONVTUNE_CUDA_CHECK_LAUNCH();
+        rhs = col;
+      }
+      if (a.bias) {
+        fill_bias_kernel<<<blocks_for(s.K * ohw), kThreads, 0, stream>>>(a.bias, y, ohw,
+                                                                         s.K * ohw);
+        CONVTUNE_CUDA_CHECK_LAUNCH();
+      }
+      // Row-major Y_g (Kg x OHW) = W_g (Kg x CRS) * col_g (CRS x OHW) is, in cuBLAS's column-major
+      // view, Y_g^T (OHW x Kg) = col_g^T (OHW x CRS) * W_g^T (CRS x Kg): no transposes needed.
+      // beta = 0 never reads y, so a poisoned output is fully overwritten.
+      CONVTUNE_CUDA_CHECK(cublasSgemmStridedBatched(
+          blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(ohw), static_cast<int>(s.Kg),
+          static_cast<int>(crs), &one, rhs, static_cast<int>(ohw), crs * ohw, a.w,
+          static_cast<int>(crs), s.Kg * crs, a.bias ? &one : &zero, y, static_cast<int>(ohw),
+          s.Kg * ohw, static_cast<int>(s.groups)));
+    }
+  }
+};
+
+}  // namespace
+
+const Algorithm& cuda_im2col_gemm() {
+  static const Im2colGemm algo;
+  return algo;
+}
+
+}  // namespace conv::kernels

@@ -1,0 +1,143 @@
+// The perfdb schema versions and the migration runner (see schema.hpp). The file format follows
+// SQLite's own recommendations for application files: PRAGMA application_id marks the file as
+// ours, PRAGMA user_version is the schema version, and a small `meta` table records provenance.
+#include "schema.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "conv/error.hpp"
+#include "sqlite_stmt.hpp"
+
+#ifndef CONVTUNE_VERSION
+#define CONVTUNE_VERSION "unknown"
+#endif
+
+namespace conv::perfdb_detail {
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> steps = {
+      {1, "winners, candidates and meta tables",
+       // Times in milliseconds; NULL = not measured / not checked (the -1 of PerfCandidate).
+       // Dates are UTC ISO 8601 text ("2024-05-01T12:00:00Z"), which sorts chronologically.
+       R"sql(
+CREATE TABLE meta (
+  name  TEXT PRIMARY KEY NOT NULL,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE winners (
+  fingerprint TEXT NOT NULL,
+  key         TEXT NOT NULL,
+  path        TEXT NOT NULL CHECK (path IN ('oneshot', 'packed')),
+  algo        TEXT NOT NULL,
+  config      TEXT NOT NULL,
+  median_ms   REAL NOT NULL,
+  date        TEXT NOT NULL,
+  version     TEXT NOT NULL,
+  PRIMARY KEY (fingerprint, key, path)
+) WITHOUT ROWID;
+CREATE TABLE candidates (
+  fingerprint      TEXT NOT NULL,
+  key              TEXT NOT NULL,
+  algo             TEXT NOT NULL,
+  config           TEXT NOT NULL,
+  status           TEXT NOT NULL,
+  median_ms        REAL,
+  min_ms           REAL,
+  max_ms           REAL,
+  packed_median_ms REAL,
+  max_error        REAL,
+  workspace_bytes  INTEGER NOT NULL DEFAULT 0,
+  message          TEXT NOT NULL DEFAULT '',
+  date             TEXT NOT NULL,
+  version          TEXT NOT NULL,
+  PRIMARY KEY (fingerprint, key, algo, config)
+) WITHOUT ROWID;
+INSERT INTO meta (name, value) VALUES
+  ('format', 'convtune perf database'),
+  ('created_by', 'convtune )sql" CONVTUNE_VERSION R"sql('),
+  ('created_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'));
+)sql"},
+  };
+  return steps;
+}
+
+const std::vector<std::string>& required_tables() {
+  static const std::vector<std::string> t = {"candidates", "meta", "winners"};
+  return t;
+}
+
+FileInfo inspect(sqlite3* db, const std::string& path) {
+  FileInfo info;
+  ReadTxn txn(db, path);
+  {
+    Stmt s(db, path, "PRAGMA application_id");
+    if (s.step()) info.application_id = static_cast<int32_t>(s.integer(0));
+  }
+  {
+    Stmt s(db, path, "PRAGMA user_version");
+    if (s.step()) info.version = static_cast<int>(s.integer(0));
+  }
+  int64_t objects = 0;
+  {
+    Stmt s(db, path, "SELECT type, name FROM sqlite_master ORDER BY name");
+    while (s.step()) {
+      ++objects;
+      if (s.text(0) == "table") info.tables.push_back(s.text(1));
+    }
+  }
+  if (info.application_id == kApplicationId)
+    info.kind = FileInfo::convtune;
+  else if (info.application_id == 0 && info.version == 0 && objects == 0)
+    info.kind = FileInfo::empty;
+  else
+    info.kind = FileInfo::foreign;
+  return info;
+}
+
+void check_compatible(const FileInfo& info, const std::string& path,
+                      const std::vector<Migration>& steps) {
+  if (info.kind == FileInfo::empty) return;
+  if (info.kind == FileInfo::foreign) {
+    char id[16];
+    std::snprintf(id, sizeof id, "0x%08x", static_cast<unsigned>(info.application_id));
+    std::string tables;
+    for (const auto& t : info.tables) tables += (tables.empty() ? "" : ", ") + t;
+    fail_not_perfdb(path, "an SQLite file of another application: application_id " +
+                              std::string(id) + ", tables: " + (tables.empty() ? "none" : tables));
+  }
+  const int current = steps.empty() ? 0 : steps.back().version;
+  if (info.version > current)
+    throw conv::Error("perfdb: " + path + ": written by a newer convtune (schema " +
+                      std::to_string(info.version) + ", this build reads up to " +
+                      std::to_string(current) + "); use that convtune or another perfdb file");
+}
+
+int migrate(sqlite3* db, const std::string& path, const std::vector<Migration>& steps) {
+  return with_retry(db, path, [&] {
+    WriteTxn txn(db, path);
+    // Another process may have created or migrated the file since open() looked at it.
+    const FileInfo info = inspect(db, path);
+    check_compatible(info, path, steps);
+    const int from = info.version;
+    for (const Migration& m : steps) {
+      if (m.version <= from) continue;
+      try {
+        exec(db, path, m.sql);
+      } catch (const SqliteError& e) {
+        if (e.busy()) throw;
+        throw conv::Error("perfdb: " + path + ": migration to schema " + std::to_string(m.version) +
+                          " (" + m.summary + ") failed, file left at schema " +
+                          std::to_string(from) + ": " + e.what());
+      }
+    }
+    if (info.kind == FileInfo::empty)
+      exec(db, path, "PRAGMA application_id = " + std::to_string(kApplicationId));
+    if (!steps.empty() && steps.back().version > from)
+      exec(db, path, "PRAGMA user_version = " + std::to_string(steps.back().version));
+    txn.commit();
+    return from;
+  });
+}
+
+}  // namespace conv::perfdb_detail

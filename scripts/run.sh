@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The main job: install dependencies, build, then tune the seed question's layers
+# (../shared/layers/seed_alexnet_conv1.txt) on the CPU, store the winners in the perf database
+# and print the table. A second run reads the winners from the database instead of measuring.
+# Extra arguments go to `autotune tune` (e.g. --force, --threads 2, --db PATH, --json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+./scripts/build.sh
+layers="${CONVTUNE_LAYERS:-$(pwd)/../shared/layers}"
+exec ./build/autotune tune --batch "$layers/seed_alexnet_conv1.txt" "$@"

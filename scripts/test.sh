@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs the whole test suite with ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+./scripts/build.sh
+# Tests use their own temporary perf databases; this keeps a stray one out of ~/.cache.
+export CONVTUNE_PERFDB="${CONVTUNE_PERFDB:-$(mktemp -d)/perfdb.sqlite}"
+cd build
+ctest --output-on-failure -j"$(nproc)" "$@"

@@ -1,0 +1,200 @@
+#include "choose.hpp"
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <unordered_map>
+
+#include "conv/tuner.hpp"
+
+namespace conv {
+
+namespace {
+
+// Everything a cached choice depends on, as plain integers: hashing it costs nanoseconds, so a
+// known problem is found without building the key text or touching SQLite.
+using CacheKey = std::array<int64_t, 20>;
+
+CacheKey cache_key(const ConvProblem& p, const ForwardOptions& o, int threads, ExecPath path) {
+  return {p.N,
+          p.C,
+          p.H,
+          p.W,
+          p.K,
+          p.R,
+          p.S,
+          p.stride_h,
+          p.stride_w,
+          p.pad_top,
+          p.pad_left,
+          p.OH(),
+          p.OW(),
+          p.dilation_h,
+          p.dilation_w,
+          p.groups,
+          static_cast<int64_t>(o.device.kind) * 65536 + o.device.index,
+          threads,
+          static_cast<int64_t>(o.workspace_limit >> 1),
+          static_cast<int64_t>(path)};
+}
+
+struct CacheKeyHash {
+  size_t operator()(const CacheKey& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    return h;
+  }
+};
+
+struct WinnerCache {
+  std::mutex mutex;
+  std::unordered_map<CacheKey, Choice, CacheKeyHash> map;
+};
+
+WinnerCache& winner_cache() {
+  static WinnerCache cache;
+  return cache;
+}
+
+// A stored choice is usable when its algorithm is still registered and enabled, applies, knows
+// the config and fits the workspace limit.
+bool usable(const ConvProblem& p, const std::string& algo_id, const std::string& config,
+            Device::Kind kind, size_t limit, Choice* out) {
+  for (const Algorithm* a : registry()) {
+    if (a->id() != algo_id || a->device() != kind || !a->applicable(p).ok) continue;
+    for (const auto& c : a->configs(p)) {
+      if (c != config) continue;
+      const size_t ws = a->workspace_bytes(p, c);
+      if (ws > limit) return false;
+      out->algo = a;
+      out->config = c;
+      out->workspace_bytes = ws;
+      return true;
+    }
+  }
+  return false;
+}
+
+// A cheap rule for find mode "heuristic": the vendor library when it applies, else direct.
+Choice heuristic_choice(const ConvProblem& p, const ForwardOptions& o) {
+  const char* order[] = {"cpu.onednn", "cpu.direct", "cpu.im2col_gemm"};
+  if (o.device.kind == Device::Kind::cpu) {
+    for (const char* id : order) {
+      const Algorithm* a = find_algorithm(id);
+      Choice c;
+      if (a && usable(p, id, a->configs(p).front(), o.device.kind, o.workspace_limit, &c)) return c;
+    }
+  }
+  for (const Algorithm* a : registry()) {
+    Choice c;
+    if (a->device() == o.device.kind && a->applicable(p).ok &&
+        usable(p, std::string(a->id()), a->configs(p).front(), o.device.kind, o.workspace_limit,
+               &c))
+      return c;
+  }
+  throw Error("workspace_limit: no algorithm for " + p.key() + " fits in " +
+              std::to_string(o.workspace_limit) + " bytes");
+}
+
+void warn_once(const std::string& message) {
+  static std::once_flag once;
+  std::call_once(once, [&] { std::cerr << "convtune: warning: " << message << "\n"; });
+}
+
+}  // namespace
+
+FindMode effective_find_mode(const ForwardOptions& o) {
+  if (const char* env = std::getenv("CONVTUNE_FIND_MODE")) {
+    try {
+      return parse_find_mode(env);
+    } catch (const Error& e) {
+      throw Error(std::string("CONVTUNE_FIND_MODE: ") + e.what());
+    }
+  }
+  return o.find_mode;
+}
+
+Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
+  const int threads = resolve_threads(o.threads);
+  const CacheKey key = cache_key(p, o, threads, path);
+  WinnerCache& cache = winner_cache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.map.find(key);
+    if (it != cache.map.end()) return it->second;
+  }
+
+  const FindMode mode = effective_find_mode(o);
+  const std::string fingerprint = o.device.fingerprint(threads);
+  const std::string pkey = p.key();
+  std::optional<PerfDb> db;
+  const std::string db_path = o.perfdb_path.empty() ? PerfDb::default_path() : o.perfdb_path;
+  try {
+    // Only tuning creates the file; for the other modes a missing file is simply a miss.
+    if (mode == FindMode::tune || std::filesystem::exists(db_path))
+      db = PerfDb::open(db_path, mode != FindMode::tune);
+  } catch (const Error& e) {
+    if (mode == FindMode::db_only)
+      throw Error(std::string("find_mode db_only: the perf database cannot be read: ") + e.what());
+    warn_once(std::string(e.what()) + "; choosing without the perf database");
+  }
+
+  Choice choice;
+  bool found = false;
+  if (db) {
+    if (auto w = db->lookup(fingerprint, pkey, path))
+      found = usable(p, w->algo_id, w->config, o.device.kind, o.workspace_limit, &choice);
+    if (!found) {
+      // The stored winner may not fit this call's workspace limit: take the fastest stored
+      // candidate that does (candidates() is ordered by time).
+      for (const auto& c : db->candidates(fingerprint, pkey)) {
+        if (c.status != "ok") continue;
+        if ((found = usable(p, c.algo_id, c.config, o.device.kind, o.workspace_limit, &choice)))
+          break;
+      }
+    }
+    if (found) choice.source = ChoiceSource::perfdb;
+  }
+  if (!found) {
+    if (mode == FindMode::db_only)
+      throw Error("find_mode db_only: no perf database entry in " + db_path + " for " + pkey +
+                  " on " + fingerprint);
+    if (mode == FindMode::heuristic) {
+      choice = heuristic_choice(p, o);
+      choice.source = ChoiceSource::heuristic;
+    } else {
+      TuneOptions t;
+      t.device = o.device;
+      t.threads = threads;
+      t.workspace_limit = o.workspace_limit;
+      TuneResult r = tune(p, t);
+      const int i = path == ExecPath::packed ? r.packed_winner : r.winner;
+      if (i < 0)
+        throw Error("workspace_limit: no correct algorithm for " + pkey + " within " +
+                    std::to_string(o.workspace_limit) + " bytes of workspace");
+      if (db) {
+        try {
+          store_result(*db, r);
+        } catch (const Error& e) {
+          warn_once(std::string(e.what()) + "; the tuning result is kept in memory only");
+        }
+      }
+      const auto& c = r.candidates[i];
+      usable(p, c.algo_id, c.config, o.device.kind, o.workspace_limit, &choice);
+      choice.source = ChoiceSource::tuned;
+    }
+  }
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.map.emplace(key, choice);
+  return choice;
+}
+
+void clear_winner_cache() {
+  WinnerCache& cache = winner_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.map.clear();
+}
+
+}  // namespace conv

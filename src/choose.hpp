@@ -1,0 +1,25 @@
+// Choosing an algorithm for a problem: the in-process winner cache, the perf database and the
+// find modes. Shared by best_forward and Plan.
+#pragma once
+
+#include <string>
+
+#include "conv/conv.hpp"
+
+namespace conv {
+
+struct Choice {
+  const Algorithm* algo = nullptr;
+  std::string config;
+  ChoiceSource source = ChoiceSource::tuned;
+  size_t workspace_bytes = 0;
+};
+
+/// The algorithm to run `p` with on options.device for `path` (cache -> perfdb -> find mode).
+/// Throws conv::Error as best_forward documents.
+Choice choose(const ConvProblem& p, const ForwardOptions& options, ExecPath path);
+
+/// CONVTUNE_FIND_MODE if set (throws conv::Error naming it when invalid), else options'.
+FindMode effective_find_mode(const ForwardOptions& options);
+
+}  // namespace conv

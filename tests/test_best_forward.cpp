@@ -1,0 +1,290 @@
+// best_forward and Plan: find modes, the perf database round trip, workspace limits, bad input.
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "buffer.hpp"
+#include "conv/conv.hpp"
+#include "conv/perfdb.hpp"
+#include "support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh perf database path in its own temporary directory, removed at the end.
+struct TempDb {
+  fs::path dir;
+  std::string path;
+  TempDb() {
+    dir = fs::temp_directory_path() /
+          ("convtune-bf-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    fs::create_directories(dir);
+    path = (dir / "perfdb.sqlite").string();
+  }
+  ~TempDb() { fs::remove_all(dir); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+// Environment variable set for one scope.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name.c_str()); }
+};
+
+conv::ConvProblem small_problem() {
+  return conv::parse_descriptor("mb2ic5ih13iw11oc7kh3kw3sh1sw1ph1pw1n\"small\"");
+}
+
+// Runs best_forward on fresh data (NaN-poisoned output) and checks it against the reference.
+conv::ForwardResult run_checked(const conv::ConvProblem& p, const conv::ForwardOptions& o) {
+  convtest::ReferenceCase ref(p, 42);
+  conv::AlignedBuffer y(p.y_bytes());
+  conv::poison_nan(y.floats(), p.y_elems());
+  auto r = conv::best_forward(p, ref.x(), ref.w(), ref.bias(), y.floats(), o);
+  const conv::Algorithm* algo = conv::find_algorithm(r.algo_id);
+  REQUIRE(algo != nullptr);
+  auto check = ref.compare(y.floats(), algo->error_bound(p, r.config));
+  INFO(r.algo_id << " " << r.config << ": " << check.where);
+  CHECK(check.nonfinite == 0);
+  CHECK(check.max_error <= check.bound);
+  return r;
+}
+
+conv::ForwardOptions fast_options(const std::string& db) {
+  conv::ForwardOptions o;
+  o.perfdb_path = db;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("best_forward: miss -> tuned -> stored -> the next lookup hits the perf database") {
+  TempDb db;
+  conv::clear_winner_cache();
+  const auto p = small_problem();
+  auto first = run_checked(p, fast_options(db.path));
+  CHECK(first.source == conv::ChoiceSource::tuned);
+
+  // Stored under this device's fingerprint and the problem's key.
+  auto stored =
+      conv::PerfDb::open(db.path, true).lookup(conv::Device::cpu().fingerprint(), p.key());
+  REQUIRE(stored.has_value());
+  CHECK(stored->algo_id == first.algo_id);
+  CHECK(stored->config == first.config);
+  CHECK(stored->median_ms > 0);
+
+  // The in-process cache answers the same call without the database...
+  auto cached = run_checked(p, fast_options(db.path));
+  CHECK(cached.algo_id == first.algo_id);
+  // ...and a process without that cache (simulated by clearing it) reads the database.
+  conv::clear_winner_cache();
+  auto second = run_checked(p, fast_options(db.path));
+  CHECK(second.source == conv::ChoiceSource::perfdb);
+  CHECK(second.algo_id == first.algo_id);
+  CHECK(second.config == first.config);
+}
+
+TEST_CASE("best_forward: find mode heuristic stores nothing, db_only fails on a miss") {
+  TempDb db;
+  conv::clear_winner_cache();
+  const auto p = small_problem();
+  auto o = fast_options(db.path);
+  o.find_mode = conv::FindMode::heuristic;
+  auto r = run_checked(p, o);
+  CHECK(r.source == conv::ChoiceSource::heuristic);
+  if (fs::exists(db.path))
+    CHECK_FALSE(conv::PerfDb::open(db.path, true)
+                    .lookup(conv::Device::cpu().fingerprint(), p.key())
+                    .has_value());
+
+  conv::clear_winner_cache();
+  o.find_mode = conv::FindMode::db_only;
+  conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());
+  conv::fill_uniform(x.floats(), p.x_elems(), 1);
+  conv::fill_uniform(w.floats(), p.w_elems(), 2);
+  CHECK_THROWS_WITH(conv::best_forward(p, x.floats(), w.floats(), nullptr, y.floats(), o),
+                    Catch::Contains("db_only"));
+}
+
+TEST_CASE("best_forward: CONVTUNE_FIND_MODE overrides the options") {
+  TempDb db;
+  conv::clear_winner_cache();
+  const auto p = small_problem();
+  {
+    ScopedEnv env("CONVTUNE_FIND_MODE", "heuristic");
+    auto r = run_checked(p, fast_options(db.path));  // options say tune
+    CHECK(r.source == conv::ChoiceSource::heuristic);
+  }
+  conv::clear_winner_cache();
+  {
+    ScopedEnv env("CONVTUNE_FIND_MODE", "sometimes");
+    conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());
+    CHECK_THROWS_WITH(
+        conv::best_forward(p, x.floats(), w.floats(), nullptr, y.floats(), fast_options(db.path)),
+        Catch::Contains("CONVTUNE_FIND_MODE"));
+  }
+}
+
+TEST_CASE("best_forward: the workspace limit excludes big-workspace candidates") {
+  TempDb db;
+  const auto p = small_problem();
+  // The smallest workspace any candidate needs, and the largest.
+  size_t smallest = SIZE_MAX, largest = 0;
+  for (const conv::Algorithm* a : conv::registry()) {
+    if (a->device() != conv::Device::Kind::cpu || !a->applicable(p).ok) continue;
+    for (const auto& c : a->configs(p)) {
+      smallest = std::min(smallest, a->workspace_bytes(p, c));
+      largest = std::max(largest, a->workspace_bytes(p, c));
+    }
+  }
+  REQUIRE(smallest < largest);  // otherwise the limit could not exclude anything
+
+  conv::clear_winner_cache();
+  auto o = fast_options(db.path);
+  o.workspace_limit = smallest;
+  auto r = run_checked(p, o);
+  CHECK(conv::find_algorithm(r.algo_id)->workspace_bytes(p, r.config) <= smallest);
+
+  // The stored winner of an unlimited run is not used when it does not fit the limit.
+  conv::clear_winner_cache();
+  TempDb db2;
+  auto unlimited = run_checked(p, fast_options(db2.path));
+  conv::clear_winner_cache();
+  auto o2 = fast_options(db2.path);
+  o2.workspace_limit = smallest;
+  auto limited = run_checked(p, o2);
+  CHECK(conv::find_algorithm(limited.algo_id)->workspace_bytes(p, limited.config) <= smallest);
+  (void)unlimited;
+
+  if (smallest > 0) {
+    conv::clear_winner_cache();
+    o.workspace_limit = smallest - 1;
+    conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());
+    conv::fill_uniform(x.floats(), p.x_elems(), 1);
+    conv::fill_uniform(w.floats(), p.w_elems(), 2);
+    CHECK_THROWS_WITH(conv::best_forward(p, x.floats(), w.floats(), nullptr, y.floats(), o),
+                      Catch::Contains("workspace_limit"));
+  }
+
+  // A caller workspace smaller than the chosen algorithm needs is an error, not an overrun.
+  conv::clear_winner_cache();
+  auto o3 = fast_options(db.path);
+  std::vector<char> tiny(1);
+  o3.workspace = tiny.data();
+  o3.workspace_size = 0;
+  o3.workspace_limit = largest;
+  conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());
+  conv::fill_uniform(x.floats(), p.x_elems(), 1);
+  conv::fill_uniform(w.floats(), p.w_elems(), 2);
+  if (smallest > 0)
+    CHECK_THROWS_WITH(conv::best_forward(p, x.floats(), w.floats(), nullptr, y.floats(), o3),
+                      Catch::Contains("workspace:"));
+}
+
+TEST_CASE("best_forward: bad input gives conv::Error naming the field") {
+  TempDb db;
+  const auto p = small_problem();
+  conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());
+  auto o = fast_options(db.path);
+  CHECK_THROWS_WITH(conv::best_forward(p, nullptr, w.floats(), nullptr, y.floats(), o),
+                    Catch::Contains("x:"));
+  CHECK_THROWS_WITH(conv::best_forward(p, x.floats(), nullptr, nullptr, y.floats(), o),
+                    Catch::Contains("w:"));
+  CHECK_THROWS_WITH(conv::best_forward(p, x.floats(), w.floats(), nullptr, nullptr, o),
+                    Catch::Contains("y:"));
+  auto bad = p;
+  bad.stride_h = 0;
+  CHECK_THROWS_WITH(conv::best_forward(bad, x.floats(), w.floats(), nullptr, y.floats(), o),
+                    Catch::Contains("stride_h"));
+  bad = p;
+  bad.groups = 2;  // C = 5 is not divisible by 2
+  CHECK_THROWS_WITH(conv::best_forward(bad, x.floats(), w.floats(), nullptr, y.floats(), o),
+                    Catch::Contains("groups"));
+  CHECK_THROWS_AS(conv::parse_find_mode("fast"), conv::Error);
+  CHECK_THROWS_WITH(
+      conv::forward("cpu.nothing", "x", p, x.floats(), w.floats(), nullptr, y.floats(), nullptr, 0),
+      Catch::Contains("algo_id"));
+  CHECK_THROWS_WITH(conv::forward("cpu.im2col_gemm", "no-such-config", p, x.floats(), w.floats(),
+                                  nullptr, y.floats(), nullptr, 0),
+                    Catch::Contains("config"));
+  CHECK_THROWS_WITH(conv::forward("cpu.im2col_gemm", "blis", p, x.floats(), w.floats(), nullptr,
+                                  y.floats(), nullptr, 0),
+                    Catch::Contains("workspace"));
+}
+
+TEST_CASE("best_forward: a corrupt perf database falls back to tuning in memory") {
+  TempDb db;
+  {
+    std::ofstream f(db.path, std::ios::binary);
+    for (int i = 0; i < 4096; ++i) f.put(static_cast<char>((i * 7919) & 0xff));
+  }
+  conv::clear_winner_cache();
+  auto r = run_checked(small_problem(), fast_options(db.path));
+  CHECK(r.source == conv::ChoiceSource::tuned);
+}
+
+TEST_CASE("conv::forward runs one named algorithm correctly") {
+  const auto p = small_problem();
+  convtest::ReferenceCase ref(p, 5);
+  const conv::Algorithm* algo = conv::find_algorithm("cpu.im2col_gemm");
+  conv::AlignedBuffer ws(algo->workspace_bytes(p, "blis")), y(p.y_bytes());
+  conv::poison_nan(y.floats(), p.y_elems());
+  conv::forward("cpu.im2col_gemm", "blis", p, ref.x(), ref.w(), ref.bias(), y.floats(), ws.data(),
+                ws.size());
+  auto r = ref.compare(y.floats(), algo->error_bound(p, "blis"));
+  CHECK(r.nonfinite == 0);
+  CHECK(r.max_error <= r.bound);
+}
+
+TEST_CASE("Plan: packed weights give the reference result for every packing algorithm") {
+  const auto p = conv::parse_descriptor("mb2ic16ih14iw15oc24kh3kw3ph1pw1n\"plan\"");
+  convtest::ReferenceCase ref(p, 9);
+  for (const conv::Algorithm* a : conv::registry()) {
+    if (a->device() != conv::Device::Kind::cpu || !a->applicable(p).ok) continue;
+    for (const auto& config : a->configs(p)) {
+      auto plan = conv::Plan::create(p, std::string(a->id()), config);
+      plan.pack_weights(ref.w());
+      conv::AlignedBuffer y(p.y_bytes());
+      for (int rep = 0; rep < 2; ++rep) {  // the packed weights are reused
+        conv::poison_nan(y.floats(), p.y_elems());
+        plan.execute(ref.x(), plan.has_packed_weights() ? nullptr : ref.w(), ref.bias(),
+                     y.floats());
+        auto r = ref.compare(y.floats(), a->error_bound(p, config));
+        INFO(a->id() << " " << config << ": " << r.where);
+        CHECK(r.nonfinite == 0);
+        CHECK(r.max_error <= r.bound);
+      }
+    }
+  }
+}
+
+TEST_CASE("Plan::create chooses on the packed path and runs correctly") {
+  TempDb db;
+  conv::clear_winner_cache();
+  const auto p = small_problem();
+  convtest::ReferenceCase ref(p, 11);
+  auto plan = conv::Plan::create(p, fast_options(db.path));
+  CHECK(plan.choice().source == conv::ChoiceSource::tuned);
+  plan.pack_weights(ref.w());
+  conv::AlignedBuffer y(p.y_bytes());
+  conv::poison_nan(y.floats(), p.y_elems());
+  plan.execute(ref.x(), ref.w(), ref.bias(), y.floats());
+  const conv::Algorithm* a = conv::find_algorithm(plan.choice().algo_id);
+  auto r = ref.compare(y.floats(), a->error_bound(p, plan.choice().config));
+  CHECK(r.nonfinite == 0);
+  CHECK(r.max_error <= r.bound);
+  CHECK(conv::PerfDb::open(db.path, true)
+            .lookup(conv::Device::cpu().fingerprint(), p.key(), conv::ExecPath::packed)
+            .has_value());
+  CHECK_THROWS_WITH(plan.execute(nullptr, ref.w(), nullptr, y.floats()), Catch::Contains("x:"));
+}

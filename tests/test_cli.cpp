@@ -1,0 +1,130 @@
+// The autotune CLI as a user runs it: tune / explain / show on the seed batch file, the perf
+// database round trip across processes, and bad arguments (exit code 2, message names them).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Run autotune(const std::string& args) {
+  const std::string cmd = std::string("'") + CONVTUNE_AUTOTUNE_EXE + "' " + args + " 2>&1";
+  Run r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    dir = fs::temp_directory_path() / ("convtune-cli-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string db() const { return (dir / "perfdb.sqlite").string(); }
+};
+
+const std::string quick = " --min-runs 1 --min-ms 0 --threads 2 ";
+
+}  // namespace
+
+TEST_CASE("autotune tune on the seed batch stores winners; a second run reads them back") {
+  TempDir tmp;
+  const std::string batch = convtest::layers_dir() + "/seed_alexnet_conv1.txt";
+  auto first = autotune("tune --batch '" + batch + "' --db '" + tmp.db() + "'" + quick);
+  INFO(first.out);
+  REQUIRE(first.code == 0);
+  for (const char* layer :
+       {"seed:conv_s1", "seed:conv_s2", "seed:conv_s3", "seed:conv_s4", "alexnet:conv1"})
+    CHECK_THAT(first.out, Catch::Contains(layer));
+  CHECK_THAT(first.out, Catch::Contains("cpu.onednn ms"));
+  CHECK_THAT(first.out, Catch::Contains("5 layer(s) tuned now, 0 read from the perf database"));
+
+  auto second = autotune("tune --batch '" + batch + "' --db '" + tmp.db() + "'" + quick);
+  INFO(second.out);
+  REQUIRE(second.code == 0);
+  CHECK_THAT(second.out, Catch::Contains("0 layer(s) tuned now, 5 read from the perf database"));
+  CHECK_THAT(second.out, Catch::Contains("not re-measured"));
+
+  auto show = autotune("show --threads 2 --db '" + tmp.db() + "'");
+  INFO(show.out);
+  REQUIRE(show.code == 0);
+  CHECK_THAT(show.out, Catch::Contains("g1mb1ic1ih227iw227oc96oh217ow217kh11kw11sh1sw1"));
+
+  auto json = autotune("show --json --threads 2 --db '" + tmp.db() + "'");
+  REQUIRE(json.code == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"winners\""));
+}
+
+TEST_CASE("autotune explain lists every algorithm with times, errors and the winner") {
+  auto r = autotune("explain 'mb1ic1ih227oc96kh11sh4n\"seed:conv_s4\"'" + quick);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  for (const conv::Algorithm* a : conv::registry())
+    if (a->device() == conv::Device::Kind::cpu)
+      CHECK_THAT(r.out, Catch::Contains(std::string(a->id())));
+  CHECK_THAT(r.out, Catch::Contains("% peak"));
+  CHECK_THAT(r.out, Catch::Contains("winner (one-shot): "));
+  CHECK_THAT(r.out, Catch::Contains("\n* "));
+
+  // MIOpenDriver-style flags describe the same problem.
+  auto m = autotune("explain -n 1 -c 1 -H 20 -W 20 -k 4 -y 3 -x 3 -p 1 -q 1" + quick);
+  INFO(m.out);
+  REQUIRE(m.code == 0);
+  CHECK_THAT(m.out, Catch::Contains("g1mb1ic1ih20iw20oc4oh20ow20kh3kw3"));
+}
+
+TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
+  auto none = autotune("");
+  CHECK(none.code == 2);
+  auto bad_cmd = autotune("frobnicate");
+  CHECK(bad_cmd.code == 2);
+  auto bad_desc = autotune("explain 'mb1icXih3'");
+  CHECK(bad_desc.code == 2);
+  CHECK_THAT(bad_desc.out, Catch::Contains("ic"));
+  auto no_problem = autotune("tune --db /tmp/convtune-unused.sqlite");
+  CHECK(no_problem.code == 2);
+  CHECK_THAT(no_problem.out, Catch::Contains("no problem"));
+  auto bad_threads = autotune("tune mb1ic1ih8oc1kh3 --threads -3");
+  CHECK(bad_threads.code == 2);
+  CHECK_THAT(bad_threads.out, Catch::Contains("--threads"));
+  auto missing_file = autotune("tune --batch /nonexistent/layers.txt");
+  CHECK(missing_file.code == 2);
+  auto bad_device = autotune("explain mb1ic1ih8oc1kh3 --device gpu7");
+  CHECK(bad_device.code == 2);
+  CHECK_THAT(bad_device.out, Catch::Contains("device"));
+  auto help = autotune("tune --help");
+  CHECK(help.code == 0);
+  CHECK_THAT(help.out, Catch::Contains("--batch"));
+}
+
+TEST_CASE("autotune reports a file that is not a perf database as an error (exit 1)") {
+  TempDir tmp;
+  {
+    FILE* f = std::fopen(tmp.db().c_str(), "w");
+    std::fputs("this is not sqlite\n", f);
+    std::fclose(f);
+  }
+  auto r = autotune("show --db '" + tmp.db() + "'");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("perfdb"));
+}

@@ -1,0 +1,581 @@
+// Descriptor text layer: benchdnn descriptors (parse, print, round trip), batch files and
+// MIOpenDriver flags.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "conv/problem.hpp"
+#include "support.hpp"
+
+using Catch::Contains;
+using conv::ConvProblem;
+using conv::parse_descriptor;
+using conv::to_descriptor;
+
+namespace {
+
+// Checks parse(to_descriptor(p)) == p (and the name), and that printing is a fixed point.
+void check_round_trip(const ConvProblem& p) {
+  const std::string text = to_descriptor(p);
+  INFO("problem " << p.key() << " name " << p.name << " printed as " << text);
+  ConvProblem q;
+  REQUIRE_NOTHROW(q = parse_descriptor(text));
+  CHECK(q == p);
+  CHECK(q.key() == p.key());
+  CHECK(q.name == p.name);
+  CHECK(q.OH() == p.OH());
+  CHECK(q.OW() == p.OW());
+  CHECK(to_descriptor(q) == text);
+}
+
+// A scratch file under the system temp folder, removed at scope exit.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& content, const std::string& name = "") {
+    static int counter = 0;
+    path_ = (std::filesystem::temp_directory_path() /
+             ("convtune_test_descriptor_" + std::to_string(::getpid()) + "_" +
+              std::to_string(counter++) + (name.empty() ? "" : "_" + name) + ".txt"))
+                .string();
+    std::ofstream(path_) << content;
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+  std::string filename() const { return std::filesystem::path(path_).filename().string(); }
+
+ private:
+  std::string path_;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::string w;
+  for (char c : s) {
+    if (c == ' ') {
+      if (!w.empty()) out.push_back(w);
+      w.clear();
+    } else {
+      w += c;
+    }
+  }
+  if (!w.empty()) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
+// ---- round trips ---------------------------------------------------------------------------
+
+TEST_CASE("descriptor round trip: every layer of shared/layers") {
+  const auto problems = convtest::all_layer_problems(/*max_batch=*/1 << 20);
+  REQUIRE(problems.size() >= 50);
+  for (const auto& p : problems) {
+    CHECK_FALSE(p.name.empty());
+    check_round_trip(p);
+  }
+}
+
+TEST_CASE("descriptor round trip: 600 seeded random problems, asymmetric padding included") {
+  convtest::RandomSpec spec;
+  spec.max_pad = 6;
+  const auto problems = convtest::random_problems(600, 20240611, spec);
+  int asymmetric = 0, w_differs = 0, dilated = 0, grouped = 0;
+  for (const auto& p : problems) {
+    check_round_trip(p);
+    asymmetric += p.pad_bottom != p.pad_top || p.pad_right != p.pad_left;
+    w_differs += p.W != p.H || p.S != p.R || p.stride_w != p.stride_h;
+    dilated += p.dilation_h > 1 || p.dilation_w > 1;
+    grouped += p.groups > 1;
+  }
+  // The generator must actually exercise the printer's branches.
+  CHECK(asymmetric > 100);
+  CHECK(w_differs > 100);
+  CHECK(dilated > 50);
+  CHECK(grouped > 50);
+}
+
+TEST_CASE("descriptor round trip: padding that adds no output keeps the key") {
+  // pad_bottom 3 with stride 4 gives the same OH as 0..3 with this H: the printer writes oh and
+  // the parser derives the tight padding, which operator== treats as the same convolution.
+  ConvProblem p;
+  p.C = 2;
+  p.K = 3;
+  p.H = 10;
+  p.W = 9;
+  p.R = 3;
+  p.S = 2;
+  p.stride_h = 4;
+  p.stride_w = 3;
+  p.pad_top = 1;
+  p.pad_bottom = 3;
+  p.pad_left = 0;
+  p.pad_right = 2;
+  p.validate();
+  const ConvProblem q = parse_descriptor(to_descriptor(p));
+  CHECK(q == p);
+  CHECK(q.pad_bottom <= p.pad_bottom);
+  CHECK(q.OH() == p.OH());
+  CHECK(q.OW() == p.OW());
+}
+
+TEST_CASE("descriptor round trip: names with quotes, backslashes, spaces and #") {
+  ConvProblem p;
+  p.C = p.K = 4;
+  p.H = p.W = 8;
+  p.R = p.S = 3;
+  for (const std::string name :
+       {"a", "net:conv 1", "with \"quotes\"", "back\\slash\\", "#x", "_n"}) {
+    p.name = name;
+    check_round_trip(p);
+  }
+}
+
+// ---- fields and defaults -------------------------------------------------------------------
+
+TEST_CASE("descriptor: every token sets its field") {
+  const ConvProblem p =
+      parse_descriptor("g2mb3ic4ih20iw21oc6oh6ow5kh3kw4sh4sw5ph1pw2dh1dw2n\"layer:x\"");
+  CHECK(p.groups == 2);
+  CHECK(p.N == 3);
+  CHECK(p.C == 4);
+  CHECK(p.H == 20);
+  CHECK(p.W == 21);
+  CHECK(p.K == 6);
+  CHECK(p.R == 3);
+  CHECK(p.S == 4);
+  CHECK(p.stride_h == 4);
+  CHECK(p.stride_w == 5);
+  CHECK(p.pad_top == 1);
+  CHECK(p.pad_left == 2);
+  CHECK(p.dilation_h == 2);  // benchdnn dh1 = one gap = our dilation 2
+  CHECK(p.dilation_w == 3);
+  CHECK(p.OH() == 6);
+  CHECK(p.OW() == 5);
+  // oh/ow give the end padding: (OH-1)*SH - IH + ext - pad_top.
+  CHECK(p.pad_bottom == (6 - 1) * 4 - 20 + 5 - 1);
+  CHECK(p.pad_right == (5 - 1) * 5 - 21 + 10 - 2);
+  CHECK(p.name == "layer:x");
+  CHECK(p.dtype == conv::DType::f32);
+  CHECK(p.layout == conv::Layout::NCHW);
+}
+
+TEST_CASE("descriptor: benchdnn defaults") {
+  SECTION("g=1, mb=2, stride 1, no padding, dense, no name") {
+    const ConvProblem p = parse_descriptor("ic3ih9oc5kh3");
+    CHECK(p.groups == 1);
+    CHECK(p.N == 2);
+    CHECK(p.stride_h == 1);
+    CHECK(p.stride_w == 1);
+    CHECK(p.pad_top == 0);
+    CHECK(p.pad_bottom == 0);
+    CHECK(p.pad_left == 0);
+    CHECK(p.pad_right == 0);
+    CHECK(p.dilation_h == 1);
+    CHECK(p.dilation_w == 1);
+    CHECK(p.name.empty());
+    CHECK(p.OH() == 7);
+  }
+  SECTION("no w token: w copies every h value") {
+    const ConvProblem p = parse_descriptor("ic3ih17oc5kh4sh2ph3dh1");
+    CHECK(p.W == 17);
+    CHECK(p.S == 4);
+    CHECK(p.stride_w == 2);
+    CHECK(p.pad_left == 3);
+    CHECK(p.pad_right == 3);
+    CHECK(p.dilation_w == 2);
+    CHECK(p.OW() == p.OH());
+  }
+  SECTION("no w token and oh: w copies the derived padding too") {
+    const ConvProblem p = parse_descriptor("ic1ih10oc1oh6kh3sh2ph1");
+    CHECK(p.pad_top == 1);
+    CHECK(p.pad_bottom == 2);
+    CHECK(p.pad_left == 1);
+    CHECK(p.pad_right == 2);
+    CHECK(p.OW() == 6);
+  }
+  SECTION("w tokens given: sw, pw, dw take benchdnn's own defaults, not h's") {
+    const ConvProblem p = parse_descriptor("ic3ih17iw12oc5kh4kw2sh2ph3dh1");
+    CHECK(p.W == 12);
+    CHECK(p.S == 2);
+    CHECK(p.stride_w == 1);
+    CHECK(p.pad_left == 0);
+    CHECK(p.pad_right == 0);
+    CHECK(p.dilation_w == 1);
+  }
+  SECTION("no h token: a 1D convolution along w") {
+    const ConvProblem p = parse_descriptor("mb1ic3iw50oc4kw5sw2pw1");
+    CHECK(p.H == 1);
+    CHECK(p.R == 1);
+    CHECK(p.stride_h == 1);
+    CHECK(p.pad_top == 0);
+    CHECK(p.pad_bottom == 0);
+    CHECK(p.dilation_h == 1);
+    CHECK(p.OH() == 1);
+    CHECK(p.OW() == 24);
+    check_round_trip(p);
+  }
+  SECTION("oh without ph: ph = ((oh-1)*sh - ih + ext) / 2, rest at the bottom") {
+    // "same" output for a 4x4 kernel: total padding 3 = 1 top + 2 bottom.
+    const ConvProblem p = parse_descriptor("ic1ih8oc1oh8kh4");
+    CHECK(p.pad_top == 1);
+    CHECK(p.pad_bottom == 2);
+    CHECK(p.OH() == 8);
+  }
+  SECTION("oh smaller than the unpadded output within one stride: end padding 0") {
+    // (4-1)*2 - 10 + 3 = -1 would be the end padding; 0 gives the same 4 rows.
+    const ConvProblem p = parse_descriptor("ic1ih10oc1oh4kh3sh2");
+    CHECK(p.pad_top == 0);
+    CHECK(p.pad_bottom == 0);
+    CHECK(p.OH() == 4);
+  }
+  SECTION("oh with explicit ph larger than needed: negative end padding becomes 0") {
+    const ConvProblem p = parse_descriptor("ic1ih7oc1oh3kh3sh3ph2");
+    CHECK(p.pad_top == 2);
+    CHECK(p.pad_bottom == 0);
+    CHECK(p.OH() == 3);
+  }
+  SECTION("oh that matches the symmetric padding gives symmetric padding") {
+    const ConvProblem p = parse_descriptor("mb1ic3ih224iw224oc64oh112ow112kh7kw7sh2sw2ph3pw3");
+    CHECK(p.pad_bottom == 2);  // benchdnn: (112-1)*2 - 224 + 7 - 3 = 2; padding 3 adds no row
+    CHECK(p.OH() == 112);
+    ConvProblem sym = p;
+    sym.pad_bottom = sym.pad_right = 3;
+    CHECK(sym == p);
+  }
+}
+
+TEST_CASE("descriptor: syntax details") {
+  const ConvProblem ref =
+      parse_descriptor("g2mb1ic96ih27iw27oc256kh5kw5sh1sw1ph2pw2n\"alexnet:conv2\"");
+  SECTION("`_` separators, surrounding whitespace, any token order") {
+    CHECK(parse_descriptor("g2mb1_ic96ih27iw27_oc256_kh5kw5_sh1sw1_ph2pw2_n\"alexnet:conv2\"") ==
+          ref);
+    CHECK(parse_descriptor("  \tg2mb1ic96ih27oc256kh5ph2n\"alexnet:conv2\"\n") == ref);
+    CHECK(parse_descriptor("ph2pw2kh5kw5n\"alexnet:conv2\"oc256iw27ih27ic96mb1g2") == ref);
+    CHECK(parse_descriptor("__mb1__g2ic96ih27oc256kh5ph2__") == ref);
+  }
+  SECTION("random permutations of the tokens parse to the same problem") {
+    std::vector<std::string> toks = {"g2",  "mb1", "ic96", "ih27", "iw27", "oc256", "kh5",
+                                     "kw5", "sh1", "sw1",  "ph2",  "pw2",  "oh27",  "ow27"};
+    std::mt19937 rng(7);
+    for (int i = 0; i < 50; ++i) {
+      std::shuffle(toks.begin(), toks.end(), rng);
+      std::string text;
+      for (const auto& t : toks) text += t + (i % 2 ? "_" : "");
+      INFO(text);
+      CHECK(parse_descriptor(text) == ref);
+    }
+  }
+  SECTION("names: quoted, unquoted (rest of the text), escapes, tokens after a quoted name") {
+    CHECK(ref.name == "alexnet:conv2");
+    CHECK(parse_descriptor("ic1ih3oc1kh3nresnet_1:a b").name == "resnet_1:a b");
+    CHECK(parse_descriptor("ic1ih3oc1kh3n\"a \\\"q\\\" \\\\\"").name == "a \"q\" \\");
+    const ConvProblem p = parse_descriptor("ic1n\"first\"ih5oc1kh3_mb4");
+    CHECK(p.name == "first");
+    CHECK(p.N == 4);
+    CHECK(p.H == 5);
+    CHECK(parse_descriptor("ic1ih3oc1kh3n\"\"").name.empty());
+  }
+  SECTION("the perf-database key is itself a descriptor of the same problem") {
+    for (const auto& p : convtest::random_problems(100, 99, {})) {
+      INFO(p.key());
+      CHECK(parse_descriptor(p.key()) == p);
+    }
+  }
+  SECTION("the largest accepted number is 2^31") {
+    const ConvProblem p = parse_descriptor("mb1ic2147483648ih1oc1kh1");
+    CHECK(p.C == (int64_t{1} << 31));
+  }
+}
+
+TEST_CASE("to_descriptor: compact form") {
+  CHECK(to_descriptor(parse_descriptor("mb1ic3ih227iw227oc96kh11kw11sh4sw4ph0pw0")) ==
+        "mb1ic3ih227oc96kh11sh4");
+  CHECK(to_descriptor(parse_descriptor("g2mb1ic96ih27oc256kh5ph2n\"alexnet:conv2\"")) ==
+        "g2mb1ic96ih27oc256kh5ph2n\"alexnet:conv2\"");
+  CHECK(to_descriptor(parse_descriptor("mb1ic16ih128iw128oc16kh1kw7ph0pw3")) ==
+        "mb1ic16ih128iw128oc16kh1kw7pw3");
+  CHECK(to_descriptor(parse_descriptor("mb2ic1ih8oc1oh8kh4")) == "mb2ic1ih8oc1oh8kh4ph1");
+  CHECK(to_descriptor(parse_descriptor("mb1ic4ih9oc4kh3dh2")) == "mb1ic4ih9oc4kh3dh2");
+  ConvProblem p;  // the struct defaults: batch 1 must be written, as benchdnn's default is 2
+  CHECK(to_descriptor(p) == "mb1ic1ih1oc1kh1");
+  CHECK(parse_descriptor(to_descriptor(p)) == p);
+}
+
+// ---- errors --------------------------------------------------------------------------------
+
+TEST_CASE("descriptor errors name the position and the token") {
+  CHECK_THROWS_AS(parse_descriptor("mb1icXih3"), conv::Error);
+  CHECK_THROWS_WITH(parse_descriptor("mb1icXih3"),
+                    "descriptor \"mb1icXih3\": position 5: expected a number after \"ic\"");
+  SECTION("empty") {
+    CHECK_THROWS_WITH(parse_descriptor(""), Contains("empty descriptor"));
+    CHECK_THROWS_WITH(parse_descriptor("  \t"), Contains("empty descriptor"));
+  }
+  SECTION("unknown token") {
+    CHECK_THROWS_WITH(parse_descriptor("mb1ic3xy5"),
+                      Contains("position 6") && Contains("unknown token \"xy\""));
+    CHECK_THROWS_WITH(parse_descriptor("mb1ic3 ih5oc1kh1"),
+                      Contains("position 6") && Contains("unknown token \" \""));
+    CHECK_THROWS_WITH(parse_descriptor("MB1ic3ih5oc1kh1"),
+                      Contains("position 0") && Contains("unknown token \"MB\""));
+    CHECK_THROWS_WITH(parse_descriptor("ic3ih5oc1kh1,"), Contains("position 12"));
+  }
+  SECTION("3D tokens") {
+    for (const char* tok : {"id", "od", "kd", "sd", "pd", "dd"}) {
+      const std::string text = std::string("ic3ih5oc1kh1") + tok + "2";
+      CHECK_THROWS_WITH(parse_descriptor(text), Contains("position 12") &&
+                                                    Contains(std::string("\"") + tok + "\"") &&
+                                                    Contains("2D"));
+    }
+  }
+  SECTION("missing number") {
+    CHECK_THROWS_WITH(parse_descriptor("mb1ic3ih5oc1kh"),
+                      Contains("position 14") && Contains("expected a number after \"kh\""));
+    CHECK_THROWS_WITH(parse_descriptor("g-1ic3ih5oc1kh1"),
+                      Contains("position 1") && Contains("expected a number after \"g\""));
+    CHECK_THROWS_WITH(parse_descriptor("ic3ih5oc1kh1ph+1"),
+                      Contains("position 14") && Contains("after \"ph\""));
+  }
+  SECTION("number overflow") {
+    CHECK_THROWS_WITH(parse_descriptor("mb1ic2147483649ih5oc1kh1"),
+                      Contains("position 5") && Contains("2147483649") && Contains("\"ic\"") &&
+                          Contains("too large"));
+    CHECK_THROWS_WITH(parse_descriptor("mb99999999999999999999999ic1ih5oc1kh1"),
+                      Contains("position 2") && Contains("too large"));
+  }
+  SECTION("duplicate token") {
+    CHECK_THROWS_WITH(parse_descriptor("mb1ic3ih5ic4oc1kh1"), Contains("position 9") &&
+                                                                  Contains("duplicate \"ic\"") &&
+                                                                  Contains("first at position 3"));
+    CHECK_THROWS_WITH(parse_descriptor("ic3n\"a\"ih5oc1kh1n\"b\""),
+                      Contains("position 16") && Contains("duplicate \"n\""));
+  }
+  SECTION("unterminated name") {
+    CHECK_THROWS_WITH(parse_descriptor("ic3ih5oc1kh1n\"abc"),
+                      Contains("position 12") && Contains("unterminated name"));
+    CHECK_THROWS_WITH(parse_descriptor("ic3ih5oc1kh1n\"ab\\\""), Contains("unterminated name"));
+  }
+  SECTION("missing required tokens") {
+    CHECK_THROWS_WITH(parse_descriptor("ih5oc1kh1"), Contains("missing \"ic\""));
+    CHECK_THROWS_WITH(parse_descriptor("ic1ih5kh1"), Contains("missing \"oc\""));
+    CHECK_THROWS_WITH(parse_descriptor("mb1ic1oc1"), Contains("missing \"ih\""));
+    CHECK_THROWS_WITH(parse_descriptor("ic1ih5oc1"), Contains("missing \"kh\""));
+    CHECK_THROWS_WITH(parse_descriptor("ic1oc1kh3sh2"), Contains("missing \"ih\""));
+    CHECK_THROWS_WITH(parse_descriptor("ic1ih5oc1kh3sw2"), Contains("missing \"iw\""));
+    CHECK_THROWS_WITH(parse_descriptor("ic1ih5iw6oc1kh3"), Contains("missing \"kw\""));
+  }
+  SECTION("oh / ow no padding can give") {
+    CHECK_THROWS_WITH(parse_descriptor("ic3ih10oc4kh3sh2oh3"),
+                      Contains("position 16") && Contains("\"oh\" 3") && Contains("too small"));
+    CHECK_THROWS_WITH(parse_descriptor("ic3ih10oc4kh3oh0"),
+                      Contains("\"oh\" 0") && Contains(">= 1"));
+    CHECK_THROWS_WITH(parse_descriptor("ic3ih10iw10oc4kh3kw3ow7ph1pw1"),
+                      Contains("\"ow\" 7") && Contains("too small"));
+    CHECK_THROWS_WITH(parse_descriptor("ic1ih1oc1kh1oh2147483647sh2ph0"),
+                      Contains("\"oh\"") && Contains("too large"));
+  }
+}
+
+TEST_CASE("descriptor errors: validate() failures name the token and the field") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"mb0ic1ih5oc1kh1", "\"mb\": ConvProblem.N: must be >= 1"},
+      {"ic0ih5oc1kh1", "\"ic\": ConvProblem.C: must be >= 1"},
+      {"ic1ih0oc1kh1", "\"ih\": ConvProblem.H: must be >= 1"},
+      {"ic1ih5iw0oc1kh1kw1", "\"iw\": ConvProblem.W: must be >= 1"},
+      {"ic1ih5oc0kh1", "\"oc\": ConvProblem.K: must be >= 1"},
+      {"ic1ih5oc1kh0", "\"kh\": ConvProblem.R: must be >= 1"},
+      {"ic1ih5iw5oc1kh1kw0", "\"kw\": ConvProblem.S: must be >= 1"},
+      {"ic1ih5oc1kh1sh0", "\"sh\": ConvProblem.stride_h: must be >= 1"},
+      {"ic1ih5iw5oc1kh1kw1sw0", "\"sw\": ConvProblem.stride_w: must be >= 1"},
+      {"g0ic1ih5oc1kh1", "\"g\": ConvProblem.groups: must be >= 1"},
+      {"g2ic3ih5oc4kh1", "\"ic\": ConvProblem.C: must be divisible by groups (2), got 3"},
+      {"g2ic4ih5oc3kh1", "\"oc\": ConvProblem.K: must be divisible by groups (2), got 3"},
+      {"ic1ih5oc1kh7", "\"ih\": ConvProblem.H: padded height"},
+      {"ic1ih5oc1kh3dh2", "\"ih\": ConvProblem.H: padded height"},
+      {"ic1ih5iw4oc1kh1kw5", "\"iw\": ConvProblem.W: padded width"},
+      {"mb2147483648ic2147483648ih2147483648oc1kh1", "ConvProblem.N: x byte size"},
+  };
+  for (const auto& [text, message] : cases) {
+    INFO(text);
+    CHECK_THROWS_WITH(parse_descriptor(text),
+                      Contains(std::string("descriptor \"") + text + "\"") && Contains(message));
+  }
+}
+
+// ---- batch files ---------------------------------------------------------------------------
+
+TEST_CASE("read_batch_file: shared/layers files") {
+  const std::string dir = convtest::layers_dir();
+  const auto alexnet = conv::read_batch_file(dir + "/alexnet.txt");
+  REQUIRE(alexnet.size() == 5);
+  CHECK(alexnet[0].name == "alexnet:conv1");
+  CHECK(alexnet[0].key() == "g1mb1ic3ih227iw227oc96oh55ow55kh11kw11sh4sw4ph0pw0dh0dw0");
+  CHECK(alexnet[1].name == "alexnet:conv2");
+  CHECK(alexnet[1].groups == 2);
+  CHECK(alexnet[1].pad_top == 2);
+}
+
+TEST_CASE("read_batch_file: comments, blank lines, several words, continuation") {
+  TempFile f(
+      "# a comment line\n"
+      "\n"
+      "   \t\n"
+      "mb1ic3ih5oc2kh3n\"one\"   # trailing comment\n"
+      "mb1ic3ih5oc2kh3n\"two # not a comment\" mb1ic3ih6oc2kh3n\"three\"\n"
+      "mb1ic3ih7oc2kh3n\"four with space\"#comment right after\n"
+      "mb1ic3ih8_\\\n"
+      "  oc2kh3n\"five\"\n");
+  const auto ps = conv::read_batch_file(f.path());
+  REQUIRE(ps.size() == 5);
+  CHECK(ps[0].name == "one");
+  CHECK(ps[1].name == "two # not a comment");
+  CHECK(ps[2].name == "three");
+  CHECK(ps[2].H == 6);
+  CHECK(ps[3].name == "four with space");
+  CHECK(ps[4].name == "five");
+  CHECK(ps[4].H == 8);
+  CHECK(ps[4].K == 2);
+}
+
+TEST_CASE("read_batch_file: benchdnn options") {
+  TempFile inner("ic1ih5oc1kh3n\"inner\"\n", "inner");
+  TempFile f(
+      "--conv --dir=FWD_B --cfg=f32 --alg=DIRECT -v5\n"
+      "ic1ih5oc1kh3n\"default\"\n"
+      "--mb=7\n"
+      "mb1ic1ih5oc1kh3n\"seven\"\n"
+      "--batch=" +
+      inner.filename() +
+      "\n"
+      "--mb=0 ic1ih5oc1kh3n\"back\"\n"
+      "--mb=3\n"
+      "--reset\n"
+      "mb4ic1ih5oc1kh3n\"reset\"\n");
+  const auto ps = conv::read_batch_file(f.path());
+  REQUIRE(ps.size() == 5);
+  CHECK(ps[0].N == 2);  // benchdnn's default minibatch
+  CHECK(ps[1].N == 7);  // --mb overrides the descriptor
+  CHECK(ps[2].name == "inner");
+  CHECK(ps[2].N == 7);  // and applies inside --batch files
+  CHECK(ps[3].N == 2);
+  CHECK(ps[4].N == 4);
+}
+
+TEST_CASE("read_batch_file errors name the file and the line") {
+  SECTION("bad descriptor") {
+    TempFile f("# header\nic1ih5oc1kh3\n\nic1ih5oc1kh3 ic1ih5xx1\n");
+    CHECK_THROWS_WITH(conv::read_batch_file(f.path()),
+                      Contains(f.path() + ":4:") && Contains("unknown token \"xx\""));
+  }
+  SECTION("validate error") {
+    TempFile f("g2ic3ih5oc4kh1\n");
+    CHECK_THROWS_WITH(conv::read_batch_file(f.path()),
+                      Contains(f.path() + ":1:") && Contains("ConvProblem.C"));
+  }
+  SECTION("bad --mb") {
+    TempFile f("ic1ih5oc1kh3\n--mb=x\n");
+    CHECK_THROWS_WITH(conv::read_batch_file(f.path()),
+                      Contains(f.path() + ":2:") && Contains("--mb=x"));
+  }
+  SECTION("unterminated quote") {
+    TempFile f("ic1ih5oc1kh3n\"abc # def\n");
+    CHECK_THROWS_WITH(conv::read_batch_file(f.path()),
+                      Contains(f.path() + ":1:") && Contains("unterminated name"));
+  }
+  SECTION("continued descriptor reports its first line") {
+    TempFile f("\nic1ih5\\\nxx1\n");
+    CHECK_THROWS_WITH(conv::read_batch_file(f.path()), Contains(f.path() + ":2:"));
+  }
+  SECTION("missing file, also through --batch") {
+    CHECK_THROWS_WITH(conv::read_batch_file("/nonexistent/convtune.txt"),
+                      Contains("/nonexistent/convtune.txt") && Contains("cannot open"));
+    TempFile f("ic1ih5oc1kh3\n--batch=/nonexistent/inner.txt\n");
+    CHECK_THROWS_WITH(conv::read_batch_file(f.path()),
+                      Contains(f.path() + ":2:") && Contains("/nonexistent/inner.txt"));
+  }
+  SECTION("--batch recursion is bounded") {
+    TempFile f("", "self");
+    std::ofstream(f.path()) << "--batch=" << f.filename() << "\n";
+    CHECK_THROWS_WITH(conv::read_batch_file(f.path()), Contains("nested more than 16"));
+  }
+}
+
+// ---- MIOpenDriver flags --------------------------------------------------------------------
+
+TEST_CASE("parse_miopen_flags: MIOpenDriver defaults") {
+  const ConvProblem p = conv::parse_miopen_flags({});
+  CHECK(p.N == 100);
+  CHECK(p.C == 3);
+  CHECK(p.H == 32);
+  CHECK(p.W == 32);
+  CHECK(p.K == 32);
+  CHECK(p.R == 3);
+  CHECK(p.S == 3);
+  CHECK(p.pad_top == 0);
+  CHECK(p.pad_bottom == 0);
+  CHECK(p.pad_left == 0);
+  CHECK(p.pad_right == 0);
+  CHECK(p.stride_h == 1);
+  CHECK(p.stride_w == 1);
+  CHECK(p.dilation_h == 1);
+  CHECK(p.dilation_w == 1);
+  CHECK(p.groups == 1);
+}
+
+TEST_CASE("parse_miopen_flags: every flag, short and long") {
+  const ConvProblem want = parse_descriptor("g2mb5ic6ih30iw31oc8kh4kw5sh2sw3ph1pw2dh1dw2");
+  const ConvProblem s = conv::parse_miopen_flags(
+      split("-n 5 -c 6 -H 30 -W 31 -k 8 -y 4 -x 5 -p 1 -q 2 -u 2 -v 3 -l 2 -j 3 -g 2"));
+  CHECK(s == want);
+  const ConvProblem l = conv::parse_miopen_flags(split(
+      "--batchsize 5 --in_channels 6 --in_h 30 --in_w 31 --out_channels 8 --fil_h 4 --fil_w 5 "
+      "--pad_h 1 --pad_w 2 --conv_stride_h 2 --conv_stride_w 3 --dilation_h 2 --dilation_w 3 "
+      "--group_count 2"));
+  CHECK(l == want);
+  const ConvProblem e = conv::parse_miopen_flags(split(
+      "conv --batchsize=5 -c 6 --in_h=30 -W 31 -k 8 -y 4 -x 5 -p 1 -q 2 -u 2 -v 3 -l 2 -j 3 -g 2 "
+      "-F 1 -t 1 -V 0 -i 5 -s 0 -w 1 -P 0 -b 0 --forw 1"));
+  CHECK(e == want);
+  // A later flag overrides an earlier one, as in MIOpenDriver.
+  CHECK(conv::parse_miopen_flags(split("-n 3 -n 4")).N == 4);
+  CHECK(conv::parse_miopen_flags(split("-g 0 -c 4 -k 4")).groups == 1);
+}
+
+TEST_CASE("parse_miopen_flags errors name the flag") {
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-n 1 -Z 3")),
+                    Contains("\"-Z\"") && Contains("unknown flag"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("--batch 3")),
+                    Contains("\"--batch\"") && Contains("unknown flag"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-n 1 7")), Contains("\"7\""));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-c 3 -H")),
+                    Contains("-H/--in_h") && Contains("missing value"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("--fil_w")),
+                    Contains("-x/--fil_w") && Contains("missing value"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-k abc")),
+                    Contains("-k/--out_channels") && Contains("\"abc\""));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-p -1")),
+                    Contains("-p/--pad_h") && Contains("\"-1\""));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-u 2147483649")),
+                    Contains("-u/--conv_stride_h") && Contains("2147483649"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("--pad_w=")),
+                    Contains("-q/--pad_w") && Contains("\"\""));
+  // validate() errors point at the flag that sets the field.
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-n 0")),
+                    Contains("-n/--batchsize") && Contains("ConvProblem.N"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-g 2 -c 3")),
+                    Contains("-c/--in_channels") && Contains("divisible by groups"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-v 0")),
+                    Contains("-v/--conv_stride_w") && Contains("ConvProblem.stride_w"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-j 0")),
+                    Contains("-j/--dilation_w") && Contains("ConvProblem.dilation_w"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-H 2 -y 5")),
+                    Contains("-H/--in_h") && Contains("ConvProblem.H"));
+}
