@@ -9,5 +9,19 @@ const Algorithm& cpu_direct();       // kernels/cpu/direct.cpp
 const Algorithm& cpu_im2col_gemm();  // kernels/cpu/im2col_gemm.cpp
 const Algorithm& cpu_onednn();       // kernels/cpu/onednn.cpp
 const Algorithm& cpu_winograd();     // kernels/cpu/winograd.cpp (+ winograd_avx2.cpp)
+const Algorithm& cpu_fft();          // kernels/cpu/fft.cpp (+ fft_avx2.cpp)
+
+#ifdef CONVTUNE_HAVE_CUDA
+const Algorithm& cuda_direct();                       // kernels/cuda/direct.cu
+const Algorithm& cuda_im2col_gemm();                  // kernels/cuda/im2col_gemm.cu
+const Algorithm& cuda_cudnn_implicit_gemm();          // kernels/cuda/cudnn.cpp, one per
+const Algorithm& cuda_cudnn_implicit_precomp_gemm();  // cudnnConvolutionFwdAlgo_t
+const Algorithm& cuda_cudnn_gemm();
+const Algorithm& cuda_cudnn_direct();
+const Algorithm& cuda_cudnn_fft();
+const Algorithm& cuda_cudnn_fft_tiling();
+const Algorithm& cuda_cudnn_winograd();
+const Algorithm& cuda_cudnn_winograd_nonfused();
+#endif
 
 }  // namespace conv::kernels

@@ -12,9 +12,22 @@ namespace conv {
 static const std::vector<const Algorithm*>& table() {
   static const std::vector<const Algorithm*> algorithms = {
       &kernels::cpu_winograd(),
+      &kernels::cpu_fft(),
       &kernels::cpu_direct(),
       &kernels::cpu_im2col_gemm(),
       &kernels::cpu_onednn(),
+#ifdef CONVTUNE_HAVE_CUDA
+      &kernels::cuda_direct(),
+      &kernels::cuda_im2col_gemm(),
+      &kernels::cuda_cudnn_implicit_gemm(),
+      &kernels::cuda_cudnn_implicit_precomp_gemm(),
+      &kernels::cuda_cudnn_gemm(),
+      &kernels::cuda_cudnn_direct(),
+      &kernels::cuda_cudnn_fft(),
+      &kernels::cuda_cudnn_fft_tiling(),
+      &kernels::cuda_cudnn_winograd(),
+      &kernels::cuda_cudnn_winograd_nonfused(),
+#endif
   };
   return algorithms;
 }

@@ -3,6 +3,7 @@
 #include "conv/perfdb.hpp"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +12,10 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <system_error>
+#include <tuple>
 
 #include "schema.hpp"
 #include "sqlite_stmt.hpp"
@@ -87,12 +91,42 @@ void use_wal(sqlite3* db, const std::string& path) {
   exec(db, path, "PRAGMA synchronous = NORMAL");
 }
 
-void quick_check(sqlite3* db, const std::string& path) {
+// PRAGMA quick_check reads every page (about 2 ms per MB), so a damaged file is refused at open
+// rather than by whichever later query touches the bad page. best_forward opens the file once per
+// new problem, so each file version (device, inode, size, modification time) is checked once per
+// process.
+void quick_check_once(sqlite3* db, const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return;  // the SQLite open succeeded; nothing to learn here
+  static std::mutex mutex;
+  static std::set<std::tuple<dev_t, ino_t, off_t, time_t, long>> checked;
+  const auto id =
+      std::make_tuple(st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (checked.count(id)) return;
+  }
   with_retry(db, path, [&] {
     Stmt s(db, path, "PRAGMA quick_check(1)");
-    const std::string r = s.step() ? s.text(0) : "no result";
-    if (r != "ok") fail_not_perfdb(path, "damaged: quick_check says \"" + r + "\"");
+    std::string r = s.step() ? s.text(0) : "no result";
+    if (r == "ok") return;
+    std::replace(r.begin(), r.end(), '\n', ' ');
+    fail_not_perfdb(path, "damaged: quick_check says \"" + r + "\"");
   });
+  std::lock_guard<std::mutex> lock(mutex);
+  checked.insert(id);
+}
+
+// The errors of a connection that may not create or write the file or its -wal/-shm files.
+bool access_denied(const SqliteError& e) {
+  const int primary = e.code & 0xff;
+  return primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM;
+}
+
+[[noreturn]] void fail_not_writable(const std::string& path, const SqliteError& e) {
+  throw Error("perfdb: " + path + ": not writable (" + e.what() +
+              "); a writer needs write access to the file and its directory; open it read-only "
+              "for lookups");
 }
 
 void check_tables(const FileInfo& info, const std::string& path) {
@@ -185,17 +219,16 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
     // A reader of a WAL file needs to create the -shm/-wal files next to it, which fails in a
     // read-only directory. Without a -wal file every committed row is in the main file, and no
     // writer can be active (it could not create -wal either), so reading it as immutable is exact.
-    const int primary = e.code & 0xff;
-    if (!read_only || (primary != SQLITE_READONLY && primary != SQLITE_CANTOPEN) ||
-        fs::exists(path + "-wal", ec))
-      throw;
+    if (!access_denied(e)) throw;
+    if (!read_only) fail_not_writable(path, e);
+    if (fs::exists(path + "-wal", ec)) throw;
     db.db_.reset(open_connection(path, immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
                                  "read-only"));
     c = db.db_.get();
     info = with_retry(c, path, [&] { return inspect(c, path); });
   }
   check_compatible(info, path, migrations());
-  if (info.kind != FileInfo::empty) quick_check(c, path);
+  if (info.kind != FileInfo::empty) quick_check_once(c, path);
 
   if (read_only) {
     if (info.kind == FileInfo::empty) {
@@ -210,10 +243,15 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
                   std::to_string(kOldestReadableVersion) +
                   "); open it once without read_only to migrate it");
   } else {
-    use_wal(c, path);
-    if (info.kind == FileInfo::empty || info.version < schema_version()) {
-      migrate(c, path, migrations());
-      info = with_retry(c, path, [&] { return inspect(c, path); });
+    try {
+      use_wal(c, path);
+      if (info.kind == FileInfo::empty || info.version < schema_version()) {
+        migrate(c, path, migrations());
+        info = with_retry(c, path, [&] { return inspect(c, path); });
+      }
+    } catch (const SqliteError& e) {
+      if (!access_denied(e)) throw;
+      fail_not_writable(path, e);
     }
   }
   check_tables(info, path);

@@ -125,6 +125,30 @@ TEST_CASE("descriptor round trip: padding that adds no output keeps the key") {
   CHECK(q.OW() == p.OW());
 }
 
+TEST_CASE("to_descriptor is canonical: equal problems print equal text") {
+  int changed = 0;
+  for (auto p : convtest::random_problems(300, 4242, {})) {
+    // Grow the end padding as far as it adds no output: the same convolution.
+    ConvProblem q = p;
+    while (true) {
+      ConvProblem r = q;
+      ++r.pad_bottom;
+      if (r.OH() != p.OH()) break;
+      q = r;
+    }
+    while (true) {
+      ConvProblem r = q;
+      ++r.pad_right;
+      if (r.OW() != p.OW()) break;
+      q = r;
+    }
+    changed += q.pad_bottom != p.pad_bottom || q.pad_right != p.pad_right;
+    REQUIRE(q == p);
+    CHECK(to_descriptor(q) == to_descriptor(p));
+  }
+  CHECK(changed > 100);
+}
+
 TEST_CASE("descriptor round trip: names with quotes, backslashes, spaces and #") {
   ConvProblem p;
   p.C = p.K = 4;

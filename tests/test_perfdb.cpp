@@ -442,25 +442,31 @@ TEST_CASE("perfdb: files that are not convtune perf databases are refused clearl
       {"truncated_to_half", good_bytes.substr(0, good_bytes.size() / 2)},
       {"truncated_mid_page", good_bytes.substr(0, good_bytes.size() - 5000)},
   };
-  // The middle of the file overwritten with zeros.
-  std::string holed = good_bytes;
-  std::fill(holed.begin() + 5 * 4096, holed.begin() + 9 * 4096, '\0');
-  files.emplace_back("zeroed_pages", holed);
-
   for (const auto& [name, bytes] : files) {
     const std::string path = dir.file(name);
     write_bytes(path, bytes);
     for (const bool read_only : {true, false}) {
       INFO(name << (read_only ? " (read-only open)" : " (writer open)"));
-      require_error(
-          [&] {
-            auto db = PerfDb::open(path, read_only);
-            // Should open() ever miss a damaged page, the first query must still throw.
-            db.winners(kFp);
-            for (int k = 0; k < 40; ++k) db.candidates(kFp, "key" + std::to_string(k));
-          },
-          {"perfdb: " + path + ": not a convtune perf database ("});
+      require_error([&] { PerfDb::open(path, read_only); },
+                    {"perfdb: " + path + ": not a convtune perf database ("});
       CHECK(read_bytes(path) == bytes);  // a refused file is left untouched
+    }
+  }
+
+  // Damage inside pages that no query of open() reads: PRAGMA quick_check finds it at open.
+  std::string holed = good_bytes;
+  std::fill(holed.begin() + 5 * 4096, holed.begin() + 9 * 4096, '\0');
+  std::string scribbled = good_bytes;
+  for (int i = 0; i < 8; ++i) scribbled[19 * 4096 + i] = "\x07garbage"[i];  // page 20's header
+  for (const auto& [name, bytes] :
+       {std::make_pair("zeroed_pages", holed), std::make_pair("scribbled_page", scribbled)}) {
+    const std::string path = dir.file(name);
+    write_bytes(path, bytes);
+    for (const bool read_only : {true, false}) {
+      INFO(name << (read_only ? " (read-only open)" : " (writer open)"));
+      require_error([&] { PerfDb::open(path, read_only); },
+                    {"perfdb: " + path + ": not a convtune perf database (damaged: quick_check"});
+      CHECK(read_bytes(path) == bytes);
     }
   }
 
@@ -638,6 +644,9 @@ TEST_CASE("perfdb: file permissions (checked as an unprivileged user)") {
   // Read-only file in a read-only directory: no side files can be created.
   fs::permissions(dir.path(), rx);
   CHECK(as_user(checks) == 0);
+  // A writable file in a read-only directory: a writer cannot create the WAL side files.
+  fs::permissions(path, fs::perms::all);
+  CHECK(as_user(checks) == 0);
   fs::permissions(dir.path(), fs::perms::owner_all, fs::perm_options::add);
   // A writer cannot create a database in a read-only directory.
   const std::string sub = dir.file("ro_dir");
@@ -813,21 +822,20 @@ TEST_CASE("perfdb: a writer killed mid-way leaves every committed row and a soun
     committed_total.insert(reported.begin(), reported.end());
 
     CHECK(fs::exists(path + "-wal"));  // the kill left the WAL for the next opener to recover
-    {
-      RawDb raw(path);
-      CHECK(raw.value("PRAGMA integrity_check") == "ok");
-    }
-    auto db = PerfDb::open(path);
-    const auto all = db.winners(kFp);
-    std::set<std::string> keys;
-    for (const auto& e : all) keys.insert(e.key);
-    for (const int k : committed_total)
-      if (!keys.count("k" + std::to_string(k))) FAIL_CHECK("committed row k" << k << " lost");
-    // Each store is atomic: every stored key has both winners and all 60 candidates.
-    CHECK(all.size() == 2 * keys.size());
-    CHECK(keys.size() <= committed_total.size() + 3);  // at most the one in flight per round
-    for (const auto& key : keys) {
-      if (db.candidates(kFp, key).size() != 60) FAIL_CHECK(key << " is partial");
+    for (const bool read_only : {true, false}) {
+      INFO((read_only ? "read-only" : "writer") << " open after the kill");
+      if (!read_only) CHECK(RawDb(path).value("PRAGMA integrity_check") == "ok");
+      auto db = PerfDb::open(path, read_only);
+      const auto all = db.winners(kFp);
+      std::set<std::string> keys;
+      for (const auto& e : all) keys.insert(e.key);
+      for (const int k : committed_total)
+        if (!keys.count("k" + std::to_string(k))) FAIL_CHECK("committed row k" << k << " lost");
+      // Each store is atomic: every stored key has both winners and all 60 candidates.
+      CHECK(all.size() == 2 * keys.size());
+      CHECK(keys.size() <= committed_total.size() + 3);  // at most one in flight per round
+      for (const auto& key : keys)
+        if (db.candidates(kFp, key).size() != 60) FAIL_CHECK(key << " is partial");
     }
   }
 }

@@ -11,15 +11,21 @@
 
 namespace conv::kernels::direct {
 
-constexpr int kLanes = 8;    ///< output positions per vector (one ymm of fp32)
-constexpr int kMaxOc = 8;    ///< largest output-channel block of any config
-constexpr int kMaxVecs = 12; ///< largest number of vectors of output positions of any config
+constexpr int kMaxLanes = 16;  ///< output positions per vector: 8 (ymm) or 16 (zmm)
+constexpr int kMaxOc = 12;     ///< largest output-channel block of any config
+constexpr int kMaxVecs = 16;   ///< largest number of vectors of output positions of any config
 
-/// A register block: `oc` output channels x `vecs` vectors of 8 output positions. Written
-/// "oc<oc>ow<8*vecs>", e.g. "oc4ow24" = 4 output channels x 3 ymm of output positions.
+/// Which kernel family a config is written for.
+enum class BlockIsa { avx2, avx512 };
+
+/// A register block: `oc` output channels x `vecs` vectors of `lanes` output positions. Written
+/// "oc<oc>ow<lanes*vecs>" for AVX2 (ymm, 8 lanes), e.g. "oc4ow24" = 4 output channels x 3 ymm,
+/// and "oc<oc>ow<lanes*vecs>_avx512" for AVX-512 (zmm, 16 lanes), e.g. "oc8ow48_avx512".
 struct Config {
   int oc = 4;
   int vecs = 3;
+  BlockIsa isa = BlockIsa::avx2;
+  int lanes() const { return isa == BlockIsa::avx512 ? 16 : 8; }
   std::string name() const;
 };
 
@@ -39,9 +45,10 @@ struct BlockCommon {
   int64_t w_channel_stride = 0;   ///< weight floats between input channels
   int64_t w_tap_stride = 0;       ///< weight floats between taps
   int64_t y_k_stride = 0;         ///< output floats between output channels (OH*OW)
+  int lanes = 8;                  ///< output positions per vector
 };
 
-/// One register block's pointers. Vector j covers 8 consecutive output positions starting at
+/// One register block's pointers. Vector j covers `lanes` consecutive output positions starting at
 /// y[j] (output channel 0 of the block) and reads the input view from x[j] (channel 0, tap
 /// offset 0); only lanes [lo[j], hi[j]) are stored. Output channel k reads its weights from
 /// w[k]; only k < kvalid are stored (w[k] of the others may repeat a valid row).
@@ -52,22 +59,25 @@ struct Block {
   const float* w[kMaxOc];
   const float* bias = nullptr;  ///< kvalid values, or null for zero
   int kvalid = 0;               ///< output channels stored (1..oc)
-  int nvec = 0;                 ///< vectors in use (1..vecs); the AVX2 kernels bake it in
+  int nvec = 0;                 ///< vectors in use (1..vecs); the SIMD kernels bake it in
+  bool accumulate = false;      ///< add to y (a later part of the reduction) instead of bias
 };
 
 /// Computes one block: y = bias + sum over channels and taps of w * x.
 using BlockFn = void (*)(const BlockCommon&, const Block&);
 
-/// The AVX2/FMA kernel for `oc` channels x `vecs` vectors (1 <= vecs <= the config's vecs),
-/// or null when not instantiated. Only call on a CPU with AVX2 and FMA.
-BlockFn avx2_block(int oc, int vecs);
-/// The portable kernel (any oc <= kMaxOc, vecs <= kMaxVecs).
-BlockFn scalar_block(int oc, int vecs);
+/// The AVX2/FMA kernel (8 lanes) for `oc` channels x `vecs` vectors, specialised for one tap
+/// (1x1) when `one_tap`; null when not instantiated. Only call on a CPU with AVX2 and FMA.
+BlockFn avx2_block(int oc, int vecs, bool one_tap);
+/// The AVX-512 kernel (16 lanes), likewise; only call on a CPU with AVX-512F/BW/VL.
+BlockFn avx512_block(int oc, int vecs, bool one_tap);
+/// The portable kernel (any oc <= kMaxOc, any lanes and vecs).
+BlockFn scalar_block(int oc);
 
-/// Runs cpu.direct with the given kernel family. `use_avx2` must only be true when
-/// conv::cpu_isa() is not scalar. Validates config and workspace (conv::Error naming the field).
-void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& args,
-             bool use_avx2);
+/// Runs cpu.direct. With `simd`, the config's SIMD kernels run when conv::cpu_isa() supports
+/// them (the portable kernels otherwise); without, the portable kernels always run. Validates
+/// config and workspace (conv::Error naming the field).
+void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& args, bool simd);
 
 /// Test hook: forward() with the portable kernels, whatever the CPU.
 inline void forward_scalar(const ConvProblem& p, const std::string& config,

@@ -1,25 +1,33 @@
-// cpu.direct portable kernel (compiled without AVX flags; used when conv::cpu_isa() is scalar
-// and by tests). Same register-block method as direct_avx2.cpp (oneDNN jit_avx2_conv /
-// Georganas et al., SC 2018) written as plain loops over an oc x 8 accumulator tile per vector,
-// which compilers vectorise for the baseline ISA.
-// Cost per block: channels*taps*oc*vecs*8 multiply-adds.
+// cpu.direct portable kernel (compiled without AVX flags; used when conv::cpu_isa() is scalar,
+// for configs whose ISA the CPU lacks, and by tests). Same register-block method as
+// direct_block.hpp (oneDNN jit_avx2_conv / Georganas et al., SC 2018) written as plain loops
+// over an oc x lanes accumulator tile per vector, which compilers vectorise for the baseline ISA.
+// Cost per block: channels*taps*oc*vecs*lanes multiply-adds.
 #include "direct.hpp"
 
 namespace conv::kernels::direct {
 namespace {
 
-void block(const BlockCommon& c, const Block& b, int oc, int nv) {
-  for (int j = 0; j < nv; ++j) {
-    float acc[kMaxOc][kLanes];
-    for (int k = 0; k < oc; ++k)
-      for (int l = 0; l < kLanes; ++l) acc[k][l] = (b.bias && k < b.kvalid) ? b.bias[k] : 0.0f;
+template <int OC>
+void block(const BlockCommon& c, const Block& b) {
+  const int lanes = c.lanes;
+  for (int j = 0; j < b.nvec; ++j) {
+    float acc[OC][kMaxLanes];
+    for (int k = 0; k < OC; ++k)
+      for (int l = 0; l < lanes; ++l) {
+        if (b.accumulate)
+          acc[k][l] = (k < b.kvalid && l >= b.lo[j] && l < b.hi[j]) ? b.y[j][k * c.y_k_stride + l]
+                                                                    : 0.0f;
+        else
+          acc[k][l] = (b.bias && k < b.kvalid) ? b.bias[k] : 0.0f;
+      }
     const float* xp = b.x[j];
     for (int64_t ch = 0; ch < c.channels; ++ch) {
       for (int64_t t = 0; t < c.taps; ++t) {
         const float* xv = xp + c.tap[t];
-        for (int k = 0; k < oc; ++k) {
+        for (int k = 0; k < OC; ++k) {
           const float wv = b.w[k][ch * c.w_channel_stride + t * c.w_tap_stride];
-          for (int l = 0; l < kLanes; ++l) acc[k][l] += wv * xv[l];
+          for (int l = 0; l < lanes; ++l) acc[k][l] += wv * xv[l];
         }
       }
       xp += c.x_channel_stride;
@@ -29,27 +37,24 @@ void block(const BlockCommon& c, const Block& b, int oc, int nv) {
   }
 }
 
-template <int OC>
-void block_oc(const BlockCommon& c, const Block& b) {
-  block(c, b, OC, b.nvec);
-}
-
 }  // namespace
 
-BlockFn scalar_block(int oc, int /*vecs*/) {
+BlockFn scalar_block(int oc) {
   switch (oc) {
     case 1:
-      return &block_oc<1>;
+      return &block<1>;
     case 2:
-      return &block_oc<2>;
+      return &block<2>;
     case 3:
-      return &block_oc<3>;
+      return &block<3>;
     case 4:
-      return &block_oc<4>;
+      return &block<4>;
     case 6:
-      return &block_oc<6>;
+      return &block<6>;
     case 8:
-      return &block_oc<8>;
+      return &block<8>;
+    case 12:
+      return &block<12>;
     default:
       return nullptr;
   }

@@ -21,8 +21,8 @@ constexpr int kTiles[] = {8, 16, 32, 64};
 /// *_bytes. A "slot" (frequency element) is 16 floats: 8 lanes of real parts, then 8 of
 /// imaginary parts.
 struct Geometry {
-  int t = 0;    ///< tile size (input tile t x t)
-  int F = 0;    ///< frequencies kept per tile: t * (t/2 + 1)
+  int t = 0;  ///< tile size (input tile t x t)
+  int F = 0;  ///< frequencies kept per tile: t * (t/2 + 1)
   int64_t OH = 0, OW = 0;
 
   // Polyphase split: tap r of the kernel lands in row phase r % ph (ph = stride_h /

@@ -1,20 +1,24 @@
 // cpu.onednn: oneDNN (Intel, "oneAPI Deep Neural Network Library", v2.6, Debian libdnnl-dev)
 // forward convolution, used as the baseline every other CPU algorithm is measured against.
-// The convolution is created with algorithm::convolution_auto (config "auto") or
-// convolution_direct ("direct", offered only when "auto" picks something else, i.e. Winograd on
-// AVX-512 machines) and format_tag::any for source, weights and destination, so oneDNN chooses its
-// blocked layouts (nChw16c / OIhw16i16o ...) and JIT kernels; the NCHW -> blocked source reorder,
-// the KCRS -> blocked weights reorder and the blocked -> NCHW destination reorder run inside
-// forward(), so the algorithm takes and returns the same NCHW tensors as every other one. A Plan
+// The convolution is created with algorithm::convolution_auto (config "auto"; "direct" =
+// convolution_direct is offered only when "auto" picks a Winograd implementation) and
+// format_tag::any for source, weights and destination, so oneDNN chooses its own layouts and JIT
+// kernels (with 2.6 on AVX-512: brgconv with NHWC activations and Acdb32a/Acdb64a weights;
+// nChw8c/OIhw8i8o on AVX2). The NCHW -> chosen source reorder, the KCRS -> chosen weights reorder
+// and the chosen -> NCHW destination reorder run inside forward() (skipped where the choice is
+// plain), so the algorithm takes and returns the same NCHW tensors as every other one. A Plan
 // reorders the weights once (pack_weights).
-// Cost: N*K*C/g*R*S*OH*OW FMAs for the direct JIT kernels (Winograd F(4x4,3x3) when "auto"
-// chooses it), plus one pass over x, w and y for the reorders when the chosen layout is blocked.
-// Workspace: the blocked src, weights and dst buffers (64-byte aligned offsets) plus oneDNN's
-// scratchpad (scratchpad_mode::user), the maximum over 1..thread_ceiling() threads.
+// Cost: N*K*C/g*R*S*OH*OW FMAs for the direct kernels (Winograd F(4x4,3x3) when "auto" chooses
+// it), plus one memory-bound pass over x, w and y for the reorders.
+// Workspace: the reordered src, weights and dst buffers (64-byte aligned offsets) plus oneDNN's
+// scratchpad (scratchpad_mode::user), the maximum over 1..thread_ceiling() threads. oneDNN itself
+// still allocates small bookkeeping per execute (its argument map); all tensors and scratch come
+// from the workspace.
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -177,10 +181,9 @@ Design make_design(const ConvProblem& p, Variant v, const memory::desc* packed_w
 
 // Cache keys: every field of the problem that changes the convolution (not its name), so a lookup
 // allocates nothing.
-using ProblemKey =
-    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-               int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>;
+using ProblemKey = std::array<int64_t, 19>;
 ProblemKey problem_key(const ConvProblem& p, Variant v) {
+  const auto dtype = static_cast<int64_t>(p.dtype), layout = static_cast<int64_t>(p.layout);
   return {p.N,
           p.C,
           p.H,
@@ -197,7 +200,9 @@ ProblemKey problem_key(const ConvProblem& p, Variant v) {
           p.dilation_h,
           p.dilation_w,
           p.groups,
-          static_cast<int>(v)};
+          dtype,
+          layout,
+          static_cast<int64_t>(v)};
 }
 
 // Thread-count-independent facts about (problem, variant), computed once.

@@ -29,8 +29,14 @@ Geometry make_geometry(const ConvProblem& p, int m, int64_t chunk_bytes) {
   g.points = g.alpha * g.alpha;
   g.OH = p.OH();
   g.OW = p.OW();
-  g.TH = (g.OH + m - 1) / m;
-  g.TW = (g.OW + m - 1) / m;
+  // Padding of 3 or more adds outputs whose window is all padding; tiling them would only add
+  // the rounding noise of their tile's other inputs to a result that is exactly the bias.
+  g.row_lo = std::max<int64_t>(0, p.pad_top - 2);
+  g.row_end = std::min(g.OH, p.pad_top + p.H);
+  g.col_lo = std::max<int64_t>(0, p.pad_left - 2);
+  g.col_end = std::min(g.OW, p.pad_left + p.W);
+  g.TH = (g.row_end - g.row_lo + m - 1) / m;
+  g.TW = (g.col_end - g.col_lo + m - 1) / m;
   g.tiles = p.N * g.TH * g.TW;
   g.Cg = p.Cg();
   g.Kg = p.Kg();

@@ -21,7 +21,10 @@ struct Geometry {
   int alpha = 0;      ///< input tile size m + 2
   int points = 0;     ///< transform points alpha^2 = number of GEMMs per group
   int64_t OH = 0, OW = 0;
-  int64_t TH = 0, TW = 0;  ///< tiles per image: ceil(OH/m) x ceil(OW/m)
+  /// The tiled "core": output rows [row_lo, row_end) and columns [col_lo, col_end) whose 3x3
+  /// window touches the image. Outputs outside it see only padding and are exactly the bias.
+  int64_t row_lo = 0, row_end = 0, col_lo = 0, col_end = 0;
+  int64_t TH = 0, TW = 0;  ///< tiles per image: ceil(core rows / m) x ceil(core columns / m)
   int64_t tiles = 0;       ///< N * TH * TW: the GEMM's column count, per group
   int64_t Cg = 0, Kg = 0;  ///< channels per group
   int64_t Kp = 0;          ///< Kg rounded up to kVec (rows of U and M)

@@ -114,7 +114,7 @@ struct TileOrigin {
 inline TileOrigin tile_origin(const Geometry& g, int64_t t, int m) {
   const int64_t per_image = g.TH * g.TW;
   const int64_t n = t / per_image, r = t % per_image;
-  return {n, r / g.TW * m, r % g.TW * m};
+  return {n, g.row_lo + r / g.TW * m, g.col_lo + r % g.TW * m};
 }
 
 // --- weight transform -------------------------------------------------------------------------
@@ -299,8 +299,8 @@ void output_tile(const ConvProblem& p, const Geometry& g, const float* mt, int64
   }
   const TileOrigin org = tile_origin(g, t, M);
   const int64_t OHW = g.OH * g.OW;
-  const int rows = static_cast<int>(std::min<int64_t>(M, g.OH - org.row));
-  const int cols = static_cast<int>(std::min<int64_t>(M, g.OW - org.col));
+  const int rows = static_cast<int>(std::min<int64_t>(M, g.row_end - org.row));
+  const int cols = static_cast<int>(std::min<int64_t>(M, g.col_end - org.col));
   float* y0 = yg + (org.n * p.K + k0) * OHW + org.row * g.OW + org.col;
   for (int i = 0; i < rows; ++i) {
     for (int j = M; j < 8; ++j) o[i][j] = _mm256_setzero_ps();

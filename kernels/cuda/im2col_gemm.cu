@@ -87,7 +87,8 @@ class Im2colGemm final : public Algorithm {
                   std::to_string(a.workspace_size));
     const gpu::ConvShape s = gpu::shape_of(p);
     const auto stream = static_cast<cudaStream_t>(a.stream);
-    const int64_t ohw = s.OH * s.OW, crs = s.Cg * s.R * s.S;
+    const int64_t ohw = s.OH * s.OW;
+    const gpu::GemmArgs g = gpu::im2col_gemm_args(s);
     const bool pointwise = is_pointwise(p);
     float* col = static_cast<float*>(a.workspace);
     const float one = 1.0f, zero = 0.0f;
@@ -108,14 +109,10 @@ class Im2colGemm final : public Algorithm {
                                                                          s.K * ohw);
         CONVTUNE_CUDA_CHECK_LAUNCH();
       }
-      // Row-major Y_g (Kg x OHW) = W_g (Kg x CRS) * col_g (CRS x OHW) is, in cuBLAS's column-major
-      // view, Y_g^T (OHW x Kg) = col_g^T (OHW x CRS) * W_g^T (CRS x Kg): no transposes needed.
       // beta = 0 never reads y, so a poisoned output is fully overwritten.
       CONVTUNE_CUDA_CHECK(cublasSgemmStridedBatched(
-          blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(ohw), static_cast<int>(s.Kg),
-          static_cast<int>(crs), &one, rhs, static_cast<int>(ohw), crs * ohw, a.w,
-          static_cast<int>(crs), s.Kg * crs, a.bias ? &one : &zero, y, static_cast<int>(ohw),
-          s.Kg * ohw, static_cast<int>(s.groups)));
+          blas, CUBLAS_OP_N, CUBLAS_OP_N, g.m, g.n, g.k, &one, rhs, g.lda, g.stride_a, a.w, g.ldb,
+          g.stride_b, a.bias ? &one : &zero, y, g.ldc, g.stride_c, g.batch));
     }
   }
 };

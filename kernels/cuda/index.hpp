@@ -184,4 +184,32 @@ CT_HD int64_t im2col_source(const ConvShape& s, int64_t idx) {
   return (c * s.H + ih) * s.W + iw;
 }
 
+/// The cublasSgemmStridedBatched arguments of cuda.im2col_gemm for one image: batch = groups,
+/// column-major C (m x n) = A (m x k) * B (k x n) with A = the group's rows of the column matrix
+/// (or of x for a 1x1 problem), B = its weights, C = its outputs. Row-major Y_g (K/g x OH*OW) =
+/// W_g (K/g x C/g*R*S) * col_g (C/g*R*S x OH*OW) is, read column-major, Y_g^T = col_g^T * W_g^T:
+/// no transposes. Sizes must fit an int (the algorithm's applicable() checks).
+struct GemmArgs {
+  int m, n, k;         ///< OH*OW, K/g, C/g*R*S
+  int lda, ldb, ldc;   ///< OH*OW, C/g*R*S, OH*OW
+  int64_t stride_a, stride_b, stride_c;  ///< per group
+  int batch;           ///< groups
+};
+
+CT_HD GemmArgs im2col_gemm_args(const ConvShape& s) {
+  const int64_t ohw = s.OH * s.OW, crs = s.Cg * s.R * s.S;
+  GemmArgs g;
+  g.m = static_cast<int>(ohw);
+  g.n = static_cast<int>(s.Kg);
+  g.k = static_cast<int>(crs);
+  g.lda = g.m;
+  g.ldb = g.k;
+  g.ldc = g.m;
+  g.stride_a = crs * ohw;
+  g.stride_b = s.Kg * crs;
+  g.stride_c = s.Kg * ohw;
+  g.batch = static_cast<int>(s.groups);
+  return g;
+}
+
 }  // namespace conv::gpu

@@ -1,0 +1,55 @@
+// cpu.direct AVX-512 register-block kernels (compiled with -mavx512f -mavx512bw -mavx512vl
+// -mfma; direct.cpp calls them only when conv::cpu_isa() is avx512). Method: oneDNN's
+// jit_avx512_common_conv / Georganas et al., SC 2018 (see direct_block.hpp): OC output channels
+// x NV zmm vectors of 16 output positions accumulate in registers; per (channel, tap) step NV
+// loads and OC broadcasts feed OC*NV FMAs.
+// Cost per block: channels*taps*OC*NV zmm FMAs.
+#include <immintrin.h>
+
+#include <utility>
+
+#include "direct_block.hpp"
+
+namespace conv::kernels::direct {
+namespace {
+
+struct Zmm {
+  using reg = __m512;
+  using mask = __mmask16;
+  static constexpr int lanes = 16;
+  static reg zero() { return _mm512_setzero_ps(); }
+  static reg set1(float v) { return _mm512_set1_ps(v); }
+  static reg loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static reg broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static void storeu(float* p, reg v) { _mm512_storeu_ps(p, v); }
+  // Lanes [lo, hi); masked lanes are neither read nor written (no faults).
+  static mask lane_mask(int lo, int hi) {
+    return static_cast<mask>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+  }
+  static reg load_mask(const float* p, mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store_mask(float* p, mask m, reg v) { _mm512_mask_storeu_ps(p, m, v); }
+};
+
+}  // namespace
+
+BlockFn avx512_block(int oc, int vecs, bool one_tap) {
+  // Accumulators (oc*vecs <= 24), min(oc, vecs) operands and one broadcast fit 32 zmm; oc 1
+  // folds its loads into the FMAs.
+  switch (oc) {
+    case 1:
+      return direct_pick<Zmm, 1>(vecs, one_tap, std::make_integer_sequence<int, 16>{});
+    case 4:
+      return direct_pick<Zmm, 4>(vecs, one_tap, std::make_integer_sequence<int, 6>{});
+    case 6:
+      return direct_pick<Zmm, 6>(vecs, one_tap, std::make_integer_sequence<int, 4>{});
+    case 8:
+      return direct_pick<Zmm, 8>(vecs, one_tap, std::make_integer_sequence<int, 3>{});
+    case 12:
+      return direct_pick<Zmm, 12>(vecs, one_tap, std::make_integer_sequence<int, 2>{});
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace conv::kernels::direct

@@ -1,0 +1,96 @@
+// The cpu.direct register-block kernel, written once over an ISA traits type `V` (vector type,
+// lane count, load/store/FMA/broadcast and lane masks). Included only by the ISA translation
+// units (direct_avx2.cpp, direct_avx512.cpp), each compiled for its ISA with its own traits
+// type, so every instantiation is distinct and only called after a run-time ISA check.
+//
+// Method: oneDNN jit_avx2_conv / Georganas et al., SC 2018. OC output channels x NV vectors of
+// V::lanes output positions are accumulated in registers over all (channel, tap) steps of the
+// block's reduction; each step does NV unaligned input loads and OC weight broadcasts for
+// OC*NV FMAs. Cost: channels*taps*OC*NV vector FMAs per block.
+#pragma once
+
+#include "direct.hpp"
+
+namespace conv::kernels::direct {
+
+// Fully unrolling every loop over the accumulator arrays lets the compiler keep them in
+// registers (otherwise GCC keeps a memory copy and stores it on every step).
+#define CONVTUNE_UNROLL _Pragma("GCC unroll 32")
+
+template <class V, int OC, int NV, bool ONE_TAP>
+void direct_block(const BlockCommon& c, const Block& b) {
+  using R = typename V::reg;
+  R acc[OC][NV];
+  if (b.accumulate) {
+    CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) {
+      const typename V::mask m = V::lane_mask(b.lo[j], b.hi[j]);
+      CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) acc[k][j] =
+          V::load_mask(b.y[j] + (k < b.kvalid ? k : 0) * c.y_k_stride, m);
+    }
+  } else {
+    CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) {
+      const R init = (b.bias && k < b.kvalid) ? V::set1(b.bias[k]) : V::zero();
+      CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) acc[k][j] = init;
+    }
+  }
+  const float* xp[NV];
+  CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xp[j] = b.x[j];
+  const float* wp[OC];
+  CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) wp[k] = b.w[k];
+  const int64_t channels = c.channels, xcs = c.x_channel_stride, wcs = c.w_channel_stride;
+  if constexpr (ONE_TAP) {
+    // 1x1: the step is one channel; index registers instead of NV+OC pointer bumps per step.
+    int64_t xo = 0, wo = 0;
+    for (int64_t ch = 0; ch < channels; ++ch, xo += xcs, wo += wcs) {
+      R xv[NV];
+      CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xv[j] = V::loadu(xp[j] + xo);
+      CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) {
+        const R wv = V::broadcast(wp[k] + wo);
+        CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) acc[k][j] = V::fmadd(wv, xv[j], acc[k][j]);
+      }
+    }
+  } else {
+    const int64_t taps = c.taps, wts = c.w_tap_stride;
+    const int64_t* tap = c.tap;
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      int64_t wo = 0;
+      for (int64_t t = 0; t < taps; ++t, wo += wts) {
+        const int64_t xo = tap[t];
+        R xv[NV];
+        CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xv[j] = V::loadu(xp[j] + xo);
+        CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) {
+          const R wv = V::broadcast(wp[k] + wo);
+          CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) acc[k][j] = V::fmadd(wv, xv[j], acc[k][j]);
+        }
+      }
+      CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xp[j] += xcs;
+      CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) wp[k] += wcs;
+    }
+  }
+  CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) {
+    float* y = b.y[j];
+    if (b.lo[j] == 0 && b.hi[j] == V::lanes) {
+      CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) if (k < b.kvalid)
+          V::storeu(y + k * c.y_k_stride, acc[k][j]);
+    } else {
+      const typename V::mask m = V::lane_mask(b.lo[j], b.hi[j]);
+      CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) if (k < b.kvalid)
+          V::store_mask(y + k * c.y_k_stride, m, acc[k][j]);
+    }
+  }
+}
+
+// The kernel for `nv` vectors (1..MaxNV) of an OC block, for each tap specialisation.
+template <class V, int OC, int... I>
+BlockFn direct_pick(int nv, bool one_tap, std::integer_sequence<int, I...>) {
+  BlockFn fn = nullptr;
+  ((fn = (nv == I + 1) ? (one_tap ? &direct_block<V, OC, I + 1, true>
+                                  : &direct_block<V, OC, I + 1, false>)
+                       : fn),
+   ...);
+  return fn;
+}
+
+#undef CONVTUNE_UNROLL
+
+}  // namespace conv::kernels::direct

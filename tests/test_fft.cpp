@@ -1,0 +1,338 @@
+// cpu.fft: the 2D tile transforms against a float64 DFT for every tile size, and every config
+// against the float64 reference convolution on seed_alexnet_conv1.txt, large_kernels.txt,
+// alexnet.txt and 240 seeded random problems (kernels 1x1..31x31, strides 1..4, dilations
+// 1..3, asymmetric padding, groups and depthwise, N 1..4, odd and prime channel counts), with
+// packed and unpacked weights and NaN-poisoned outputs (ReferenceCase::check).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "buffer.hpp"
+#include "conv/algorithm.hpp"
+#include "conv/device.hpp"
+#include "conv/error.hpp"
+#include "cpu/fft.hpp"
+#include "support.hpp"
+
+namespace {
+
+namespace fft = conv::kernels::fft;
+using cd = std::complex<double>;
+
+const conv::Algorithm& algo() {
+  const conv::Algorithm* a = conv::find_algorithm("cpu.fft");
+  REQUIRE(a != nullptr);
+  return *a;
+}
+
+bool have_avx2() {
+  return conv::cpu_isa() != conv::CpuIsa::scalar;
+}
+
+// Float64 DFT2 of one t x t real tile: X[u][v] for u < t, v <= t/2.
+std::vector<cd> dft2(int t, const float* x) {
+  std::vector<cd> out(t * (t / 2 + 1));
+  for (int u = 0; u < t; ++u)
+    for (int v = 0; v <= t / 2; ++v) {
+      cd s = 0;
+      for (int i = 0; i < t; ++i)
+        for (int j = 0; j < t; ++j)
+          s += static_cast<double>(x[i * t + j]) *
+               std::polar(1.0, -2 * M_PI * ((u * i + v * j) % t) / t);
+      out[u * (t / 2 + 1) + v] = s;
+    }
+  return out;
+}
+
+// u = 2^-24; a radix-2/4 FFT of length n has error ~ u * log2(n) * ||x||; 2D: log2(t^2).
+double transform_tolerance(int t) {
+  return 4.0 * std::ldexp(1.0, -24) * std::log2(t * t);
+}
+
+}  // namespace
+
+TEST_CASE("cpu.fft forward tile transform matches a float64 DFT") {
+  if (no_avx2()) return;
+  for (int t : fft::kTiles) {
+    DYNAMIC_SECTION("t" << t) {
+      const int H = t / 2 + 1;
+      std::vector<float> tiles(fft::kLanes * t * t), spec(fft::kLanes * t * H * 2);
+      conv::fill_uniform(tiles.data(), tiles.size(), 1000 + t);
+      fft::test_forward_tile(t, tiles.data(), spec.data());
+      double worst = 0;
+      for (int l = 0; l < fft::kLanes; ++l) {
+        const float* x = tiles.data() + l * t * t;
+        double norm = 0;  // ||x||_2 bounds every |X[u][v]| / t
+        for (int i = 0; i < t * t; ++i) norm += double(x[i]) * x[i];
+        norm = std::sqrt(norm) * t;
+        const auto ref = dft2(t, x);
+        for (int f = 0; f < t * H; ++f) {
+          const cd got(spec[(l * t * H + f) * 2], spec[(l * t * H + f) * 2 + 1]);
+          worst = std::max(worst, std::abs(got - 2.0 * ref[f]) / (2 * norm));
+        }
+      }
+      INFO("t" << t << ": max |X - 2 DFT2(x)| / (2 t ||x||) = " << worst);
+      CHECK(worst <= transform_tolerance(t));
+    }
+  }
+}
+
+TEST_CASE("cpu.fft inverse tile transform matches a float64 inverse DFT and round-trips") {
+  if (no_avx2()) return;
+  for (int t : fft::kTiles) {
+    DYNAMIC_SECTION("t" << t) {
+      const int H = t / 2 + 1;
+      std::vector<float> tiles(fft::kLanes * t * t), back(fft::kLanes * t * t, NAN);
+      std::vector<float> spec(fft::kLanes * t * H * 2);
+      conv::fill_uniform(tiles.data(), tiles.size(), 2000 + t);
+
+      // Inverse of an exact (float64, rounded once) spectrum of a real tile: t^2 * IDFT2 = t^2 x.
+      for (int l = 0; l < fft::kLanes; ++l) {
+        const auto ref = dft2(t, tiles.data() + l * t * t);
+        for (int f = 0; f < t * H; ++f) {
+          spec[(l * t * H + f) * 2] = static_cast<float>(ref[f].real());
+          spec[(l * t * H + f) * 2 + 1] = static_cast<float>(ref[f].imag());
+        }
+      }
+      fft::test_inverse_tile(t, spec.data(), back.data());
+      double worst = 0;
+      for (int l = 0; l < fft::kLanes; ++l) {
+        double norm = 0;
+        for (int i = 0; i < t * t; ++i) norm += double(tiles[l * t * t + i]) * tiles[l * t * t + i];
+        norm = std::sqrt(norm);
+        for (int i = 0; i < t * t; ++i)
+          worst = std::max(
+              worst, std::abs(back[l * t * t + i] / double(t * t) - tiles[l * t * t + i]) / norm);
+      }
+      INFO("t" << t << ": inverse vs float64, max |y/t^2 - x| / ||x|| = " << worst);
+      CHECK(worst <= transform_tolerance(t));
+
+      // Round trip through both fp32 transforms: inverse(forward(x)) = 2 t^2 x.
+      std::fill(back.begin(), back.end(), NAN);
+      fft::test_forward_tile(t, tiles.data(), spec.data());
+      fft::test_inverse_tile(t, spec.data(), back.data());
+      worst = 0;
+      for (int l = 0; l < fft::kLanes; ++l) {
+        double norm = 0;
+        for (int i = 0; i < t * t; ++i) norm += double(tiles[l * t * t + i]) * tiles[l * t * t + i];
+        norm = std::sqrt(norm);
+        for (int i = 0; i < t * t; ++i)
+          worst = std::max(
+              worst, std::abs(back[l * t * t + i] / (2.0 * t * t) - tiles[l * t * t + i]) / norm);
+      }
+      INFO("t" << t << ": round trip, max |y/(2t^2) - x| / ||x|| = " << worst);
+      CHECK(worst <= 2 * transform_tolerance(t));
+    }
+  }
+}
+
+namespace {
+
+// Worst (error / bound) seen per tile size over a test case, reported at the end.
+struct BoundReport {
+  std::map<std::string, double> worst_ratio, worst_error;
+  void add(const std::string& config, const convtest::CheckResult& r) {
+    worst_ratio[config] = std::max(worst_ratio[config], r.max_error / r.bound);
+    worst_error[config] = std::max(worst_error[config], r.max_error);
+  }
+  void print(const char* what) const {
+    for (const auto& [c, ratio] : worst_ratio)
+      std::printf("cpu.fft %s %s: worst error %.3g, worst error/bound %.3f\n", what, c.c_str(),
+                  worst_error.at(c), ratio);
+  }
+};
+
+// Every config of cpu.fft on `p`, unpacked and packed; returns how many runs were checked.
+int check_all_configs(const conv::ConvProblem& p, uint64_t seed, BoundReport* report) {
+  const conv::Algorithm& a = algo();
+  if (!a.applicable(p).ok) return 0;
+  convtest::ReferenceCase ref(p, seed);
+  int checked = 0;
+  for (const std::string& config : a.configs(p)) {
+    for (bool packed : {false, true}) {
+      const auto r = ref.check(a, config, packed);
+      INFO(convtest::describe(p, a, config, r) << (packed ? " [packed weights]" : ""));
+      CHECK(r.nonfinite == 0);
+      CHECK(r.max_error <= r.bound);
+      if (report) report->add(config, r);
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+void check_layer_file(const std::string& file) {
+  BoundReport report;
+  for (const auto& p : convtest::layer_problems(file, 1)) {
+    DYNAMIC_SECTION(p.name) {
+      INFO(p.key());
+      CHECK(check_all_configs(p, 11, &report) > 0);
+    }
+  }
+  report.print(file.c_str());
+}
+
+}  // namespace
+
+TEST_CASE("cpu.fft matches the reference on seed_alexnet_conv1.txt") {
+  if (no_avx2()) return;
+  check_layer_file("seed_alexnet_conv1.txt");
+}
+
+TEST_CASE("cpu.fft matches the reference on large_kernels.txt") {
+  if (no_avx2()) return;
+  check_layer_file("large_kernels.txt");
+}
+
+TEST_CASE("cpu.fft matches the reference on alexnet.txt") {
+  if (no_avx2()) return;
+  check_layer_file("alexnet.txt");
+}
+
+TEST_CASE("cpu.fft matches the reference on 240 seeded random problems") {
+  if (no_avx2()) return;
+  convtest::RandomSpec spec;
+  spec.max_n = 4;
+  spec.max_hw = 24;
+  spec.max_channels = 17;
+  spec.max_kernel = 31;
+  spec.max_stride = 4;
+  spec.max_dilation = 3;
+  spec.max_pad = 4;
+  const auto problems = convtest::random_problems(300, 20261204, spec);
+  BoundReport report;
+  int applicable = 0;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const int n = check_all_configs(problems[i], 500 + i, &report);
+    if (n > 0) ++applicable;
+  }
+  report.print("random");
+  // Dilated kernels wider than 63 after the polyphase split are the only rejections.
+  CHECK(applicable >= 240);
+}
+
+TEST_CASE("cpu.fft on odd and prime channel counts, batches and depthwise") {
+  if (no_avx2()) return;
+  const char* descs[] = {
+      "mb3ic7ih19iw23oc13kh5kw3sh1sw2ph2pw1",          // prime C and K, strided width
+      "mb4ic5ih17iw17oc11kh7kw7sh3sw3ph3pw3",          // stride 3, polyphase 9 phases
+      "mb2ic3ih30iw29oc17kh11kw11sh4sw4ph0pw5",        // seed-like stride 4
+      "mb2ic13ih25iw25oc13kh3kw3sh1sw1ph2pw2dh2dw2",   // dilation 3
+      "g13mb2ic13ih21iw21oc13kh9kw9sh2sw2ph4pw4",      // depthwise, strided
+      "g17mb1ic17ih40iw40oc17kh31kw31sh1sw1ph15pw15",  // depthwise 31x31, odd C
+      "g3mb2ic9ih15iw16oc15kh3kw5sh1sw1ph1pw2",        // groups with K/g = 5
+      "g5mb1ic5ih20iw20oc10kh5kw5sh1sw1ph2pw2",        // channel multiplier 2 (not depthwise)
+      "mb1ic1ih70iw70oc9kh31kw31sh2sw2ph3pw3",         // 31x31 stride 2: 16x16 sub-kernels
+      "mb2ic37ih12iw12oc19kh1kw1sh1sw1ph0pw0",         // 1x1
+      "mb1ic4ih6iw6oc5kh3kw3sh1sw1ph4pw4",             // padding wider than the kernel
+      "mb1ic2ih2iw9oc3kh2kw2sh1sw1ph5pw0dh4dw0",       // dead outputs between alive ones
+  };
+  for (const char* d : descs) {
+    const auto p = conv::parse_descriptor(d);
+    DYNAMIC_SECTION(d) {
+      CHECK(check_all_configs(p, 77, nullptr) > 0);
+    }
+  }
+}
+
+TEST_CASE("cpu.fft configs, workspace and errors") {
+  if (no_avx2()) return;
+  const conv::Algorithm& a = algo();
+  SECTION("tile sizes that fit the sub-kernel, default first") {
+    auto p = conv::parse_descriptor("mb1ic8ih64iw64oc8kh13kw13ph6pw6");
+    CHECK(a.configs(p) == std::vector<std::string>{"t32", "t16", "t64"});
+    p = conv::parse_descriptor("mb1ic8ih64iw64oc8kh3kw3ph1pw1");
+    CHECK(a.configs(p).front() == "t8");
+    p = conv::parse_descriptor("g8mb1ic8ih64iw64oc8kh31kw31ph15pw15");
+    CHECK(a.configs(p) == std::vector<std::string>{"t64"});
+    // 11x11 at stride 4 is sixteen 3x3 phases: every tile fits.
+    p = conv::parse_descriptor("mb1ic3ih227iw227oc96kh11kw11sh4sw4ph0pw0");
+    CHECK(a.configs(p).size() == 4);
+  }
+  SECTION("too large after dilation: not applicable, with a reason") {
+    auto p = conv::parse_descriptor("mb1ic1ih200iw200oc1kh31kw31dh2dw2");
+    const auto ap = a.applicable(p);
+    CHECK_FALSE(ap.ok);
+    CHECK(ap.reason.find("63x63") != std::string::npos);
+  }
+  SECTION("bad config and short workspace throw conv::Error naming the field") {
+    const auto p = conv::parse_descriptor("mb1ic4ih16iw16oc4kh3kw3ph1pw1");
+    CHECK_THROWS_WITH(a.workspace_bytes(p, "t12"), Catch::Contains("config"));
+    const auto p7 = conv::parse_descriptor("mb1ic4ih32iw32oc4kh9kw9ph1pw1");
+    CHECK_THROWS_WITH(a.workspace_bytes(p7, "t8"), Catch::Contains("config"));
+    convtest::ReferenceCase ref(p, 3);
+    const size_t need = a.workspace_bytes(p, "t8");
+    conv::AlignedBuffer ws(need), y(p.y_bytes());
+    conv::ForwardArgs args;
+    args.x = ref.x();
+    args.w = ref.w();
+    args.bias = ref.bias();
+    args.y = y.floats();
+    args.workspace = ws.data();
+    args.workspace_size = need - 1;
+    CHECK_THROWS_WITH(a.forward(p, "t8", args), Catch::Contains("workspace"));
+    // Exactly workspace_bytes is enough (the NaN poison must be overwritten everywhere).
+    args.workspace_size = need;
+    conv::poison_nan(y.floats(), p.y_elems());
+    a.forward(p, "t8", args);
+    const auto r = ref.compare(y.floats(), a.error_bound(p, "t8"));
+    CHECK(r.ok());
+  }
+  SECTION("packed weights need only the workspace without the weight region") {
+    const auto p = conv::parse_descriptor("mb2ic6ih20iw20oc10kh5kw5ph2pw2");
+    convtest::ReferenceCase ref(p, 5);
+    const size_t wbytes = a.packed_weights_bytes(p, "t16");
+    REQUIRE(wbytes > 0);
+    conv::AlignedBuffer packed(wbytes), y(p.y_bytes());
+    a.pack_weights(p, "t16", ref.w(), packed.data(), 2);
+    const size_t need = a.workspace_bytes(p, "t16") - (wbytes + 63) / 64 * 64;
+    conv::AlignedBuffer ws(need);
+    conv::ForwardArgs args;
+    args.x = ref.x();
+    args.bias = ref.bias();
+    args.y = y.floats();
+    args.workspace = ws.data();
+    args.workspace_size = need;
+    args.packed_weights = packed.data();
+    args.threads = 2;
+    conv::poison_nan(y.floats(), p.y_elems());
+    a.forward(p, "t16", args);
+    CHECK(ref.compare(y.floats(), a.error_bound(p, "t16")).ok());
+  }
+}
+
+TEST_CASE("cpu.fft is deterministic across thread counts, including more threads than slots") {
+  if (no_avx2()) return;
+  const conv::Algorithm& a = algo();
+  for (const char* d : {"mb2ic3ih40iw40oc16kh7kw7sh2sw2ph3pw3",
+                        "g16mb1ic16ih30iw30oc16kh5kw5ph2pw2", "mb1ic1ih50iw50oc24kh11kw11ph0pw0"}) {
+    const auto p = conv::parse_descriptor(d);
+    convtest::ReferenceCase ref(p, 9);
+    for (const std::string& config : a.configs(p)) {
+      std::vector<std::vector<float>> outs;
+      for (int threads : {1, 2, 3, 40}) {
+        conv::AlignedBuffer ws(a.workspace_bytes(p, config)), y(p.y_bytes());
+        conv::ForwardArgs args;
+        args.x = ref.x();
+        args.w = ref.w();
+        args.bias = ref.bias();
+        args.y = y.floats();
+        args.workspace = ws.data();
+        args.workspace_size = ws.size();
+        args.threads = threads;
+        conv::poison_nan(y.floats(), p.y_elems());
+        a.forward(p, config, args);
+        outs.emplace_back(y.floats(), y.floats() + p.y_elems());
+      }
+      INFO(d << " " << config);
+      for (size_t i = 1; i < outs.size(); ++i)
+        CHECK(std::memcmp(outs[0].data(), outs[i].data(), outs[0].size() * 4) == 0);
+    }
+  }
+}
