@@ -73,7 +73,9 @@ sqlite3* open_connection(const std::string& path, const std::string& filename, i
   if (rc != SQLITE_OK) {
     const std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
     sqlite3_close_v2(raw);
-    throw Error("perfdb: " + path + ": cannot open " + mode + ": " + msg);
+    throw Error(
+        "perfdb: " + path + ": cannot open " + mode + ": " + msg +
+        (flags & SQLITE_OPEN_CREATE ? " (a writer needs write access to the directory)" : ""));
   }
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, kBusyTimeoutMs);
@@ -124,7 +126,7 @@ bool access_denied(const SqliteError& e) {
 }
 
 [[noreturn]] void fail_not_writable(const std::string& path, const SqliteError& e) {
-  throw Error("perfdb: " + path + ": not writable (" + e.what() +
+  throw Error("perfdb: " + path + ": not writable (" + e.detail +
               "); a writer needs write access to the file and its directory; open it read-only "
               "for lookups");
 }

@@ -128,7 +128,7 @@ int migrate(sqlite3* db, const std::string& path, const std::vector<Migration>& 
         if (e.busy()) throw;
         throw conv::Error("perfdb: " + path + ": migration to schema " + std::to_string(m.version) +
                           " (" + m.summary + ") failed, file left at schema " +
-                          std::to_string(from) + ": " + e.what());
+                          std::to_string(from) + ": " + e.detail);
       }
     }
     if (info.kind == FileInfo::empty)

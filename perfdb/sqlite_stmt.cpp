@@ -1,6 +1,7 @@
 // Statement, transaction and error helpers for perfdb/ (see sqlite_stmt.hpp).
 #include "sqlite_stmt.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -17,7 +18,7 @@ void fail(sqlite3* db, int rc, const std::string& path, const std::string& what)
   const int primary = rc & 0xff;
   if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
     fail_not_perfdb(path, (primary == SQLITE_NOTADB ? "not an SQLite file: " : "damaged: ") + msg);
-  throw SqliteError("perfdb: " + path + ": " + what + ": " + msg, rc);
+  throw SqliteError("perfdb: " + path + ": " + what + ": " + msg, rc, msg);
 }
 
 void exec(sqlite3* db, const std::string& path, const std::string& sql) {
@@ -25,7 +26,9 @@ void exec(sqlite3* db, const std::string& path, const std::string& sql) {
   const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
   if (rc != SQLITE_OK) {
     sqlite3_free(err);  // sqlite3_errmsg(db) carries the same text
-    fail(db, rc, path, sql.substr(0, sql.find_first_of("(\n")));
+    // Name the statement by its start: enough to tell "BEGIN IMMEDIATE" from "COMMIT".
+    const size_t b = std::min(sql.find_first_not_of(" \n"), sql.size());
+    fail(db, rc, path, sql.substr(b, std::min<size_t>(sql.find_first_of(";\n", b) - b, 60)));
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "conv/error.hpp"
 
@@ -18,14 +19,16 @@ constexpr int kBusyTimeoutMs = 30000;
 /// A failed SQLite call; `code` is the extended result code (SQLITE_BUSY_SNAPSHOT, ...).
 class SqliteError : public conv::Error {
  public:
-  SqliteError(const std::string& message, int code) : conv::Error(message), code(code) {}
+  SqliteError(const std::string& message, int code, std::string detail)
+      : conv::Error(message), code(code), detail(std::move(detail)) {}
   int code;
+  std::string detail;  ///< SQLite's own message
   bool busy() const { return (code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED; }
 };
 
 /// Throws SqliteError "perfdb: <path>: <what>: <sqlite message>". Corruption codes
-/// (SQLITE_CORRUPT, SQLITE_NOTADB) get the "not a convtune perf database" wording, so a damaged
-/// file reads the same whether open() or a later query notices it.
+/// (SQLITE_CORRUPT, SQLITE_NOTADB) throw conv::Error with the "not a convtune perf database"
+/// wording instead, so a damaged file reads the same whether open() or a later query notices it.
 [[noreturn]] void fail(sqlite3* db, int rc, const std::string& path, const std::string& what);
 
 /// "perfdb: <path>: not a convtune perf database (<why>); move or delete it ..." as conv::Error.
@@ -126,7 +129,7 @@ auto with_retry(sqlite3* db, const std::string& path, F&& fn) -> decltype(fn()) 
       if (!backoff(start, attempt))
         throw SqliteError("perfdb: " + path + ": still locked by another process after " +
                               std::to_string(kBusyTimeoutMs / 1000) + " s (" + e.what() + ")",
-                          e.code);
+                          e.code, e.detail);
     }
   }
 }

@@ -8,7 +8,6 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <optional>
 #include <sstream>
 

@@ -2,7 +2,8 @@
 // kernels/cuda/direct_block.hpp), run on the CPU in every build, GPU or not: spans and stage
 // plans against brute force, and the cuda.direct block program and the cuda.im2col_gemm
 // im2col + GEMM arguments executed thread by thread against the float64 reference, with
-// NaN-poisoned shared memory and outputs and sentinel guards around every buffer.
+// NaN-poisoned shared memory and outputs and sentinel guards around every buffer; and, in a
+// CUDA build without a GPU, that every cuda.* algorithm says "no CUDA device" without throwing.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,9 +12,12 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "conv/algorithm.hpp"
+#include "conv/device.hpp"
+#include "conv/error.hpp"
 #include "cuda/direct_block.hpp"
 #include "cuda/index.hpp"
 #include "support.hpp"
@@ -66,8 +70,8 @@ bool fits_brute(const Dim& h, const Dim& w, int tile_h, int tile_w, int kpt, int
 }
 
 // Column-major C = A * B + beta * C per batch, exactly as cublasSgemmStridedBatched defines it.
-void sgemm_strided_batched(const conv::gpu::GemmArgs& g, const float* A, const float* B,
-                           float beta, float* C) {
+void sgemm_strided_batched(const conv::gpu::GemmArgs& g, const float* A, const float* B, float beta,
+                           float* C) {
   for (int b = 0; b < g.batch; ++b) {
     const float* a = A + b * g.stride_a;
     const float* bb = B + b * g.stride_b;
@@ -75,7 +79,8 @@ void sgemm_strided_batched(const conv::gpu::GemmArgs& g, const float* A, const f
     for (int j = 0; j < g.n; ++j) {
       for (int i = 0; i < g.m; ++i) {
         double sum = 0;
-        for (int l = 0; l < g.k; ++l) sum += static_cast<double>(a[i + l * g.lda]) * bb[l + j * g.ldb];
+        for (int l = 0; l < g.k; ++l)
+          sum += static_cast<double>(a[i + l * g.lda]) * bb[l + j * g.ldb];
         float& out = c[i + j * g.ldc];
         out = static_cast<float>(sum + (beta != 0 ? beta * out : 0.0));
       }
@@ -158,41 +163,41 @@ void check_emulated(convtest::ReferenceCase& c, const char* what, Run run) {
 
 void check_all_emulations(const conv::ConvProblem& p, uint64_t seed) {
   convtest::ReferenceCase c(p, seed);
-  check_emulated(c, "cuda.direct t16x16k4", [&](const float* x, const float* w, const float* b,
-                                                float* y) {
-    run_direct_blocks<16, 16, 4>(p, x, w, b, y);
-  });
-  check_emulated(c, "cuda.direct t16x16k8", [&](const float* x, const float* w, const float* b,
-                                                float* y) {
-    run_direct_blocks<16, 16, 8>(p, x, w, b, y);
-  });
-  check_emulated(c, "cuda.direct t8x8k16", [&](const float* x, const float* w, const float* b,
-                                               float* y) {
-    run_direct_blocks<8, 8, 16>(p, x, w, b, y);
-  });
-  check_emulated(c, "cuda.direct t16x16k1", [&](const float* x, const float* w, const float* b,
-                                                float* y) {
-    run_direct_blocks<16, 16, 1>(p, x, w, b, y);
-  });
+  check_emulated(c, "cuda.direct t16x16k4",
+                 [&](const float* x, const float* w, const float* b, float* y) {
+                   run_direct_blocks<16, 16, 4>(p, x, w, b, y);
+                 });
+  check_emulated(c, "cuda.direct t16x16k8",
+                 [&](const float* x, const float* w, const float* b, float* y) {
+                   run_direct_blocks<16, 16, 8>(p, x, w, b, y);
+                 });
+  check_emulated(c, "cuda.direct t8x8k16",
+                 [&](const float* x, const float* w, const float* b, float* y) {
+                   run_direct_blocks<8, 8, 16>(p, x, w, b, y);
+                 });
+  check_emulated(c, "cuda.direct t16x16k1",
+                 [&](const float* x, const float* w, const float* b, float* y) {
+                   run_direct_blocks<16, 16, 1>(p, x, w, b, y);
+                 });
   // cuda.im2col_gemm: im2col of each image into the column matrix, bias fill, batched GEMM.
-  check_emulated(c, "cuda.im2col_gemm", [&](const float* x, const float* w, const float* b,
-                                            float* y) {
-    const auto s = conv::gpu::shape_of(p);
-    const auto g = conv::gpu::im2col_gemm_args(s);
-    const int64_t ohw = s.OH * s.OW, total = s.C * s.R * s.S * ohw;
-    Guarded col(total, kNaN);
-    for (int64_t n = 0; n < s.N; ++n) {
-      const float* xn = x + n * s.C * s.H * s.W;
-      float* yn = y + n * s.K * ohw;
-      for (int64_t i = 0; i < total; ++i) {
-        const int64_t src = conv::gpu::im2col_source(s, i);
-        col.data()[i] = src >= 0 ? xn[src] : 0.0f;
-      }
-      for (int64_t i = 0; i < s.K * ohw; ++i) yn[i] = b[i / ohw];
-      sgemm_strided_batched(g, col.data(), w, 1.0f, yn);
-    }
-    CHECK(col.guards_intact());
-  });
+  check_emulated(c, "cuda.im2col_gemm",
+                 [&](const float* x, const float* w, const float* b, float* y) {
+                   const auto s = conv::gpu::shape_of(p);
+                   const auto g = conv::gpu::im2col_gemm_args(s);
+                   const int64_t ohw = s.OH * s.OW, total = s.C * s.R * s.S * ohw;
+                   Guarded col(total, kNaN);
+                   for (int64_t n = 0; n < s.N; ++n) {
+                     const float* xn = x + n * s.C * s.H * s.W;
+                     float* yn = y + n * s.K * ohw;
+                     for (int64_t i = 0; i < total; ++i) {
+                       const int64_t src = conv::gpu::im2col_source<int64_t>(s, i);
+                       col.data()[i] = src >= 0 ? xn[src] : 0.0f;
+                     }
+                     for (int64_t i = 0; i < s.K * ohw; ++i) yn[i] = b[i / ohw];
+                     sgemm_strided_batched(g, col.data(), w, 1.0f, yn);
+                   }
+                   CHECK(col.guards_intact());
+                 });
 }
 
 }  // namespace
@@ -217,7 +222,8 @@ TEST_CASE("cuda index: a span stages every input its outputs read through its ta
                            << " taps " << here << " o0 " << o0 << " t0 " << t0);
                 REQUIRE(slot >= 0);
                 REQUIRE(slot < s.count);
-                REQUIRE(s.base + slot * s.in_step == o0 * d.stride - d.pad + (t0 + j) * d.dilation);
+                REQUIRE(s.base + slot * s.in_step ==
+                        (o0 + i) * d.stride - d.pad + (t0 + j) * d.dilation);
               }
             }
           }
@@ -253,9 +259,9 @@ TEST_CASE("cuda index: stage plans fit the budget and are as large as fits") {
     // Every stage the kernel can form (shorter last chunks, fewer channels) fits p.floats.
     for (int64_t rt = 1; rt <= p.taps_h; ++rt) {
       for (int64_t st = 1; st <= p.taps_w; ++st) {
-        const int64_t per = conv::gpu::span_count(h, th_tile, rt) *
-                                conv::gpu::span_count(w, tw_tile, st) +
-                            kpt * rt * st;
+        const int64_t per =
+            conv::gpu::span_count(h, th_tile, rt) * conv::gpu::span_count(w, tw_tile, st) +
+            kpt * rt * st;
         REQUIRE(p.channels * per <= p.floats);
       }
     }
@@ -313,14 +319,17 @@ TEST_CASE("cuda index: im2col_source matches the direct definition") {
               const int64_t iw = ow * p.stride_w - p.pad_left + t * p.dilation_w;
               const bool inside = ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
               INFO(p.key() << " element " << idx);
-              REQUIRE(conv::gpu::im2col_source(s, idx) ==
-                      (inside ? (c * p.H + ih) * p.W + iw : -1));
+              const int64_t want = inside ? (c * p.H + ih) * p.W + iw : -1;
+              REQUIRE(conv::gpu::im2col_source<int64_t>(s, idx) == want);
+              REQUIRE(conv::gpu::im2col_fits_int32(s));
+              REQUIRE(conv::gpu::im2col_source<int32_t>(s, static_cast<int32_t>(idx)) == want);
             }
   }
 }
 
-TEST_CASE("cuda index: the cuda.direct block program and im2col+GEMM run on the CPU match the "
-          "reference") {
+TEST_CASE(
+    "cuda index: the cuda.direct block program and im2col+GEMM run on the CPU match the "
+    "reference") {
   SECTION("seeded random problems") {
     convtest::RandomSpec spec;
     spec.max_n = 2;
@@ -331,7 +340,7 @@ TEST_CASE("cuda index: the cuda.direct block program and im2col+GEMM run on the 
   }
   SECTION("shapes that force chunked stages and the gather mode") {
     for (const char* d : {
-             "mb1ic2ih30iw30oc5kh11kw11sh4sw4ph0pw0dh2dw2n\"dilated 11x11 s4\"",
+             "mb1ic2ih40iw37oc5kh11kw11sh4sw4ph0pw0dh2dw2n\"dilated 11x11 s4\"",
              "mb1ic1ih1iw400oc3kh1kw400ph0pw0n\"1x400 kernel\"",
              "mb1ic1ih400iw1oc3kh400kw1ph0pw0n\"400x1 kernel\"",
              "mb1ic3ih200iw200oc2kh3kw3sh50sw60ph1pw1n\"huge stride\"",
@@ -347,4 +356,41 @@ TEST_CASE("cuda index: the cuda.direct block program and im2col+GEMM run on the 
     p.validate();
     check_all_emulations(p, 10);
   }
+}
+
+TEST_CASE("cuda: the CUDA algorithms are registered and answer without a GPU, never throwing") {
+  std::vector<const conv::Algorithm*> cuda;
+  for (const conv::Algorithm* a : conv::registry())
+    if (a->device() == conv::Device::Kind::cuda) cuda.push_back(a);
+#ifdef CONVTUNE_HAVE_CUDA
+  std::vector<std::string> ids;
+  for (const conv::Algorithm* a : cuda) ids.emplace_back(a->id());
+  CHECK(ids ==
+        std::vector<std::string>{"cuda.direct", "cuda.im2col_gemm", "cuda.cudnn.implicit_gemm",
+                                 "cuda.cudnn.implicit_precomp_gemm", "cuda.cudnn.gemm",
+                                 "cuda.cudnn.direct", "cuda.cudnn.fft", "cuda.cudnn.fft_tiling",
+                                 "cuda.cudnn.winograd", "cuda.cudnn.winograd_nonfused"});
+  bool gpu = true;
+  try {
+    conv::Device::cuda(0).fingerprint();
+  } catch (const conv::Error& e) {
+    gpu = false;
+    CHECK_THAT(e.what(), Catch::StartsWith("device: cuda:0: no CUDA device is present ("));
+  }
+  const conv::ConvProblem p = conv::parse_descriptor("mb1ic8ih14iw14oc16kh3kw3ph1pw1n\"small\"");
+  for (const conv::Algorithm* a : cuda) {
+    conv::Applicability ok;
+    REQUIRE_NOTHROW(ok = a->applicable(p));
+    if (!gpu) {
+      CHECK_FALSE(ok.ok);
+      CHECK(ok.reason == "no CUDA device");
+    }
+    const auto configs = a->configs(p);
+    REQUIRE_FALSE(configs.empty());
+    CHECK_NOTHROW(a->workspace_bytes(p, configs.front()));
+    CHECK(a->error_bound(p, configs.front()) > 0);
+  }
+#else
+  CHECK(cuda.empty());  // a CPU-only build registers none
+#endif
 }

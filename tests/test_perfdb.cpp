@@ -22,6 +22,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "conv/perfdb.hpp"
@@ -167,6 +168,10 @@ int in_child(const std::function<int()>& body) {
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+static_assert(!std::is_copy_constructible_v<PerfDb> && !std::is_copy_assignable_v<PerfDb>);
+static_assert(std::is_nothrow_move_constructible_v<PerfDb> &&
+              std::is_nothrow_move_assignable_v<PerfDb>);
 
 const std::string kFp = "cpu: Test CPU @ 3.0GHz | avx2 fma | 8 threads";
 const std::string kFp2 = "cpu: Test CPU @ 3.0GHz | avx2 fma | 4 threads";
@@ -607,7 +612,8 @@ TEST_CASE("perfdb: read-only opens look up but never write") {
 TEST_CASE("perfdb: file permissions (checked as an unprivileged user)") {
   // Root ignores file modes, so the checks run in a child that drops to "nobody" when root.
   TempDir dir;
-  const std::string path = dir.file("perm.sqlite");
+  // URI-special characters: the read-only-directory fallback opens the file through a URI.
+  const std::string path = dir.file("perm db?mode=rw#1%20.sqlite");
   const PerfWinner w = winner("cpu.direct", "c", 1.0);
   { PerfDb::open(path).store(kFp, "k", {}, &w, nullptr); }
   const auto r = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
@@ -661,6 +667,22 @@ TEST_CASE("perfdb: file permissions (checked as an unprivileged user)") {
                                                                                               : 2;
           }
         }) == 0);
+}
+
+TEST_CASE("perfdb: a relative path starting with \"file:\" is a file name, not a URI") {
+  TempDir dir;
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.path());
+  try {
+    const PerfWinner w = winner("cpu.direct", "c", 1.0);
+    PerfDb::open("file:odd?mode=ro.sqlite").store(kFp, "k", {}, &w, nullptr);
+    CHECK(fs::exists(dir.path() / "file:odd?mode=ro.sqlite"));
+    CHECK(PerfDb::open("file:odd?mode=ro.sqlite", true).lookup(kFp, "k"));
+  } catch (...) {
+    fs::current_path(cwd);
+    throw;
+  }
+  fs::current_path(cwd);
 }
 
 TEST_CASE("perfdb: bad arguments and moved-from objects throw conv::Error") {

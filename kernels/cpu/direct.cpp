@@ -4,32 +4,40 @@
 // output channels x `vecs` vectors of 8 (AVX2) or 16 (AVX-512) output positions stays in
 // registers over the reduction over input channels and kernel taps; each step loads the input
 // vectors once and broadcasts one weight per output channel (oc*vecs FMAs per oc+vecs loads).
-// The reduction is split into channel chunks whose input and weights fit the L1 cache (the
-// "cache blocking" of the same paper); later chunks accumulate onto the output.
+// Very long reductions are split into channel chunks whose input rows and weights stay in L2
+// (the "cache blocking" of the same paper); later chunks accumulate onto the output.
+// Depthwise problems (one input and output channel per group) also have "band" blocks of `oc`
+// consecutive output rows of one channel: each input row load then feeds every output row it
+// reaches, with the R x S kernel laid out as a zero-padded band of (R + oc - 1) x S x oc
+// weights (the row-reuse of oneDNN's depthwise kernels, in NCHW).
 //
 // This file is compiled for the baseline ISA: it owns the Algorithm object, the input view and
 // the threaded block loop, and calls the SIMD kernels of direct_avx2.cpp / direct_avx512.cpp
 // only when conv::cpu_isa() supports them (the portable direct_scalar.cpp otherwise).
 //
 // Input view. A kernel needs, for a vector of consecutive output columns and one tap (r, s),
-// consecutive floats. The input is therefore copied once per image into the workspace with
-// zero padding and its columns split into stride_w phases (column iw' of the padded row goes to
-// phase iw' % stride_w, slot iw' / stride_w), which makes every (stride, dilation, padding)
-// case a unit-stride load. Unpadded stride-1 inputs are read in place; 1x1 kernels run over the
-// flattened OH*OW plane (a GEMM), after a compacting copy when strided or padded.
+// consecutive floats. The input is therefore copied once per image into the workspace, zero
+// padded and split into stride phases (space-to-depth): padded pixel (ih', iw') goes to phase
+// plane (ih' % stride_h, iw' % stride_w) at row ih' / stride_h, column iw' / stride_w. Every
+// (stride, dilation, padding) case then reads unit-stride rows, and consecutive output rows are
+// consecutive phase rows, so vectors may run across row ends ("wide" mode, for short rows).
+// Unpadded inputs with stride_w 1 are read in place; 1x1 kernels run over the flattened OH*OW
+// plane (a GEMM), after a compacting copy when strided or padded.
 //
 // Cost: N*K*C/g*R*S*OH*OW FMAs, rounded up to whole vectors along each output row (flattened
-// plane for 1x1) and to whole `oc` blocks along K/g; plus N*C*(H+pads)*(W+pads) copies for the
-// input view when one is needed. Threads share (output-channel block x vector block) tasks.
-// Workspace: 64 + round64(8*R*S) bytes (tap offsets) + round64(4*(C*view_plane + 32)) bytes
-// when the input is copied. Packed weights (Plan): K-blocked [g][K/g/oc][C/g][R*S][oc], the last
-// block zero-filled.
+// plane for 1x1, view rows in wide mode) and to whole `oc` blocks along K/g, times
+// (R + oc - 1)/R for band blocks; plus N*C*(H+pads)*(W+pads) copies for the input view when one
+// is needed. Threads share (output-channel or row block x vector block) tasks.
+// Workspace: 64 + round64(8*taps) bytes (tap offsets) + round64(4*(C*plane + slack)) bytes when
+// the input is copied + round64(4*g*taps*oc) bytes of band weights. Packed weights (Plan):
+// K-blocked [g][K/g/oc][C/g][R*S][oc] with the last block zero-filled, or the band weights.
 #include "direct.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "conv/device.hpp"
@@ -44,84 +52,165 @@ namespace {
 // Instantiated register blocks. AVX2: oc*vecs <= 12 accumulators plus min(oc, vecs) operands
 // and a broadcast fit the 16 ymm registers, and 12 independent FMA chains cover FMA latency x 2
 // ports. AVX-512: 24 accumulators of the 32 zmm.
-constexpr Config kConfigs[] = {
-    {4, 3, BlockIsa::avx2},    {6, 2, BlockIsa::avx2},   {3, 4, BlockIsa::avx2},
-    {2, 6, BlockIsa::avx2},    {8, 1, BlockIsa::avx2},   {1, 12, BlockIsa::avx2},
-    {1, 8, BlockIsa::avx2},    {1, 4, BlockIsa::avx2},   {8, 3, BlockIsa::avx512},
-    {6, 4, BlockIsa::avx512},  {4, 6, BlockIsa::avx512}, {12, 2, BlockIsa::avx512},
-    {1, 16, BlockIsa::avx512}, {1, 8, BlockIsa::avx512}, {1, 4, BlockIsa::avx512}};
+constexpr Config kConfigs[] = {{4, 3, BlockIsa::avx2},
+                               {6, 2, BlockIsa::avx2},
+                               {3, 4, BlockIsa::avx2},
+                               {2, 6, BlockIsa::avx2},
+                               {8, 1, BlockIsa::avx2},
+                               {1, 12, BlockIsa::avx2},
+                               {1, 8, BlockIsa::avx2},
+                               {1, 4, BlockIsa::avx2},
+                               {8, 3, BlockIsa::avx512},
+                               {6, 4, BlockIsa::avx512},
+                               {4, 6, BlockIsa::avx512},
+                               {12, 2, BlockIsa::avx512},
+                               {1, 16, BlockIsa::avx512},
+                               {1, 8, BlockIsa::avx512},
+                               {1, 4, BlockIsa::avx512},
+                               // Band blocks (output rows of a depthwise channel).
+                               {4, 3, BlockIsa::avx2, true},
+                               {6, 2, BlockIsa::avx2, true},
+                               {8, 3, BlockIsa::avx512, true},
+                               {6, 4, BlockIsa::avx512, true},
+                               {12, 2, BlockIsa::avx512, true}};
 
-// Zeroed floats after the view: lanes past the last output of a short row read up to lanes-1
-// floats beyond it.
+// Zeroed floats after the view, plus (band + 1) view rows: lanes past the last output position
+// read up to lanes-1 floats beyond it, up to a row more in wide mode, and band blocks reaching
+// past OH up to band-1 rows more.
 constexpr int64_t kSlack = 2 * kMaxLanes;
-// Bytes of input and weights one chunk of the reduction may touch per register block.
-constexpr int64_t kChunkBytes = 24 * 1024;
+// Bytes of input rows and weights one chunk of the reduction touches per register block. Far
+// more than L1: the hardware prefetchers stream a block's operands from L2 well, and every
+// extra chunk costs a reload of the accumulators; the chunking only keeps very long reductions
+// (thousands of channels) from thrashing L2. Measured best between 100 KiB and 300 KiB.
+constexpr int64_t kChunkBytes = 256 * 1024;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-size_t round64(size_t b) { return (b + 63) / 64 * 64; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+size_t round64(size_t b) {
+  return (b + 63) / 64 * 64;
+}
 
 // How the kernels see the input, and how output vectors map onto it. Depends on the problem
-// and the lane count only.
+// and the config's lane count and band only.
 struct Geometry {
   int lanes = 8;
   bool flat = false;  // vectors run over the flattened OH*OW plane (1x1 kernels)
   bool copy = false;  // input view is a workspace copy (else x itself)
+  bool wide = false;  // vectors run over whole view rows; view columns OW..Wq-1 are unused
+  int band = 0;       // band mode: output rows per block (0: channel blocks)
   int64_t OH = 0, OW = 0, OHW = 0;
   int64_t Hp = 0, Wp = 0;  // padded input size (copy, rows mode)
-  int64_t Wq = 0;          // slots per stride_w phase (copy, rows mode)
-  int64_t L = 0;           // view floats per input row (rows mode)
+  int64_t Hq = 0, Wq = 0;  // rows and columns of one phase plane (copy, rows mode)
   int64_t plane = 0;       // view floats per channel
   int64_t row_step = 0;    // view floats between consecutive output rows (rows mode)
   int64_t vpr = 0;         // vectors per output row (rows mode)
   int64_t nvec = 0;        // vectors per output channel
-  int64_t taps = 0;
+  int64_t taps = 0;        // steps per channel: R*S, or (R + band - 1)*S in band mode
   size_t tap_bytes = 0, copy_floats = 0;
+  size_t band_floats = 0;  // band weights, groups x taps x band (band mode)
 };
 
-Geometry make_geometry(const ConvProblem& p, int lanes) {
+Geometry make_geometry(const ConvProblem& p, const Config& cfg) {
   Geometry g;
+  const int lanes = cfg.lanes();
   g.lanes = lanes;
+  g.band = cfg.band ? cfg.oc : 0;
   g.OH = p.OH(), g.OW = p.OW(), g.OHW = g.OH * g.OW;
   g.taps = p.R * p.S;
   const bool unpadded = p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
-  if (p.R == 1 && p.S == 1) {
+  if (p.R == 1 && p.S == 1 && !g.band) {
     g.flat = true;
     // In place only when the plane is the output plane and the shifted last vector stays inside.
     g.copy = !(unpadded && p.stride_h == 1 && p.stride_w == 1 && g.OHW >= lanes);
     g.plane = g.copy ? g.OHW : p.H * p.W;
     g.nvec = ceil_div(g.OHW, lanes);
   } else {
-    g.copy = !(unpadded && p.stride_w == 1 && g.OW >= lanes);
+    // A band block's last rows may lie past OH: they read past the view, into zeroed slack.
+    g.copy = g.band || !(unpadded && p.stride_w == 1 && g.OW >= lanes);
     if (g.copy) {
       g.Hp = p.H + p.pad_top + p.pad_bottom;
       g.Wp = p.W + p.pad_left + p.pad_right;
+      g.Hq = ceil_div(g.Hp, p.stride_h);
       g.Wq = ceil_div(g.Wp, p.stride_w);
-      g.L = g.Wq * p.stride_w;
-      g.plane = g.Hp * g.L;
+      g.plane = p.stride_h * p.stride_w * g.Hq * g.Wq;
+      g.row_step = g.Wq;
     } else {
-      g.L = p.W;
       g.plane = p.H * p.W;
+      g.row_step = p.stride_h * p.W;
     }
-    g.row_step = p.stride_h * g.L;
     g.vpr = ceil_div(g.OW, lanes);
     g.nvec = g.OH * g.vpr;
+    // In the phase view output (oh, ow) reads position oh*Wq + ow (+ tap offset): vectors may
+    // run across row ends, computing Wq - OW unused columns per row instead of rounding every
+    // row up to whole vectors. Worth it for short rows (7 or 14 columns in 16 lanes).
+    if (g.copy && !g.band && 2 * g.Wq >= lanes) {
+      const int64_t wide_vecs = ceil_div(g.OH * g.Wq, lanes);
+      if (wide_vecs < g.nvec) {
+        g.wide = true;
+        g.nvec = wide_vecs;
+      }
+    }
+  }
+  if (g.band) {
+    g.taps = (p.R + g.band - 1) * p.S;
+    g.band_floats = static_cast<size_t>(p.groups * g.taps * g.band);
   }
   g.tap_bytes = round64(static_cast<size_t>(g.taps) * sizeof(int64_t));
-  if (g.copy) g.copy_floats = static_cast<size_t>(p.C * g.plane + kSlack);
+  if (g.copy) g.copy_floats = static_cast<size_t>(p.C * g.plane + kSlack + (g.band + 1) * g.Wq);
   return g;
 }
 
 size_t workspace_for(const Geometry& g) {
-  return 64 + g.tap_bytes + round64(g.copy_floats * sizeof(float));
+  return 64 + g.tap_bytes + round64(g.copy_floats * sizeof(float)) +
+         round64(g.band_floats * sizeof(float));
 }
 
 void fill_taps(const ConvProblem& p, const Geometry& g, int64_t* tap) {
-  for (int64_t r = 0; r < p.R; ++r)
+  // Band mode: step (u, s) reads view row u of the block (u < R + band - 1); stride_h is 1.
+  const int64_t rows = g.band ? p.R + g.band - 1 : p.R;
+  for (int64_t r = 0; r < rows; ++r)
     for (int64_t s = 0; s < p.S; ++s) {
-      const int64_t col = s * p.dilation_w;
-      const int64_t off = g.copy ? (col % p.stride_w) * g.Wq + col / p.stride_w : col;
-      tap[r * p.S + s] = g.flat ? 0 : r * p.dilation_h * g.L + off;
+      const int64_t row = r * p.dilation_h, col = s * p.dilation_w;
+      int64_t off = 0;
+      if (g.copy && !g.flat) {
+        const int64_t phase = (row % p.stride_h) * p.stride_w + col % p.stride_w;
+        off = phase * g.Hq * g.Wq + (row / p.stride_h) * g.Wq + col / p.stride_w;
+      } else if (!g.flat) {
+        off = row * p.W + col;
+      }
+      tap[r * p.S + s] = off;
     }
+}
+
+// Band weights of one group: step (u, s) of output row k weighs w[u - k][s] (0 outside the
+// kernel), laid out [u][s][k]. `w` is the group's R x S kernel.
+void fill_band(const ConvProblem& p, int band, const float* w, float* out) {
+  for (int64_t u = 0; u < p.R + band - 1; ++u)
+    for (int64_t s = 0; s < p.S; ++s)
+      for (int64_t k = 0; k < band; ++k) {
+        const int64_t r = u - k;
+        out[(u * p.S + s) * band + k] = (r >= 0 && r < p.R) ? w[r * p.S + s] : 0.0f;
+      }
+}
+
+// dst[t] = src[t*step + first] for t < n, zero where that index is outside [0, W).
+void strided_row(const float* src, int64_t W, int64_t step, int64_t first, float* dst, int64_t n) {
+  // Valid t: 0 <= t*step + first < W.
+  const int64_t lo = std::min(n, first >= 0 ? 0 : ceil_div(-first, step));
+  const int64_t hi = std::max(lo, std::min(n, W - first <= 0 ? 0 : ceil_div(W - first, step)));
+  std::fill(dst, dst + lo, 0.0f);
+  if (step == 1) {
+    std::memcpy(dst + lo, src + lo + first, (hi - lo) * sizeof(float));
+  } else if (step == 2) {
+    // The common strided case, written with a constant stride the compiler vectorises.
+    const float* s = src + (2 * lo + first);
+    float* d = dst + lo;
+    for (int64_t t = 0; t < hi - lo; ++t) d[t] = s[2 * t];
+  } else {
+    for (int64_t t = lo; t < hi; ++t) dst[t] = src[t * step + first];
+  }
+  std::fill(dst + hi, dst + n, 0.0f);
 }
 
 // Copies image `x` (C x H x W) into the view `v`. Runs inside a parallel region; ends with the
@@ -130,60 +219,66 @@ void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v
 #pragma omp single nowait
   std::fill(v + p.C * g.plane, v + g.copy_floats, 0.0f);
   if (g.flat) {
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < p.C * g.OH; ++i) {
-      const int64_t c = i / g.OH, oh = i % g.OH;
-      float* dst = v + c * g.plane + oh * g.OW;
-      const int64_t ih = oh * p.stride_h - p.pad_top;
-      if (ih < 0 || ih >= p.H) {
-        std::fill(dst, dst + g.OW, 0.0f);
-        continue;
+#pragma omp for schedule(static) collapse(2)
+    for (int64_t c = 0; c < p.C; ++c)
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        float* dst = v + c * g.plane + oh * g.OW;
+        const int64_t ih = oh * p.stride_h - p.pad_top;
+        if (ih < 0 || ih >= p.H) {
+          std::fill(dst, dst + g.OW, 0.0f);
+          continue;
+        }
+        strided_row(x + (c * p.H + ih) * p.W, p.W, p.stride_w, -p.pad_left, dst, g.OW);
       }
-      const float* src = x + (c * p.H + ih) * p.W;
-      for (int64_t ow = 0; ow < g.OW; ++ow) {
-        const int64_t iw = ow * p.stride_w - p.pad_left;
-        dst[ow] = (iw >= 0 && iw < p.W) ? src[iw] : 0.0f;
-      }
-    }
     return;
   }
-#pragma omp for schedule(static)
-  for (int64_t i = 0; i < p.C * g.Hp; ++i) {
-    const int64_t c = i / g.Hp, hp = i % g.Hp;
-    float* dst = v + c * g.plane + hp * g.L;
-    const int64_t ih = hp - p.pad_top;
-    if (ih < 0 || ih >= p.H) {
-      std::fill(dst, dst + g.L, 0.0f);
-      continue;
-    }
-    const float* src = x + (c * p.H + ih) * p.W;
-    if (p.stride_w == 1) {
-      std::fill(dst, dst + p.pad_left, 0.0f);
-      std::memcpy(dst + p.pad_left, src, p.W * sizeof(float));
-      std::fill(dst + p.pad_left + p.W, dst + g.L, 0.0f);
-      continue;
-    }
-    for (int64_t q = 0; q < p.stride_w; ++q) {
-      float* d = dst + q * g.Wq;
-      for (int64_t t = 0; t < g.Wq; ++t) {
-        const int64_t iw = t * p.stride_w + q - p.pad_left;
-        d[t] = (iw >= 0 && iw < p.W) ? src[iw] : 0.0f;
+  // One task per (channel, row phase, phase row): writes that row of every column phase.
+  // (collapse: the loop indices are stepped, not divided out per row.)
+  const int64_t sh = p.stride_h, sw = p.stride_w, rows = sh * g.Hq;
+#pragma omp for schedule(static) collapse(2)
+  for (int64_t c = 0; c < p.C; ++c)
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t qh = row / g.Hq, hq = row - qh * g.Hq;
+      const int64_t ih = hq * sh + qh - p.pad_top;
+      for (int64_t qw = 0; qw < sw; ++qw) {
+        float* dst = v + c * g.plane + ((qh * sw + qw) * g.Hq + hq) * g.Wq;
+        if (ih < 0 || ih >= p.H) {
+          std::fill(dst, dst + g.Wq, 0.0f);
+          continue;
+        }
+        strided_row(x + (c * p.H + ih) * p.W, p.W, sw, qw - p.pad_left, dst, g.Wq);
       }
     }
-  }
 }
 
-// Where vector `v` of an output channel starts: its view offset, output offset and stored lanes.
-// A partial last vector of a row is shifted left to end at the row's end when the row holds a
-// whole vector, so no lane reads outside the row; only the new lanes are stored.
+// Where vector `v` of an output channel starts in the view, and where its lanes are stored
+// (output offsets of lane 0 per output row, with the stored lane range). In rows mode a partial
+// last vector of a row is shifted left to end at the row's end when the row holds a whole
+// vector, so no lane reads outside the row; only the new lanes are stored.
 struct VecPos {
-  int64_t x = 0, y = 0;
-  int lo = 0, hi = 0;
+  int64_t x = 0;
+  int nseg = 0;
+  int64_t y[kMaxSegs] = {};
+  int lo[kMaxSegs] = {}, hi[kMaxSegs] = {};
 };
 
 VecPos vec_pos(const Geometry& g, int64_t v) {
   VecPos r;
-  r.hi = g.lanes;
+  if (g.wide) {
+    const int64_t p0 = v * g.lanes;
+    r.x = p0;
+    const int64_t last = std::min(g.OH - 1, (p0 + g.lanes - 1) / g.row_step);
+    for (int64_t oh = p0 / g.row_step; oh <= last; ++oh) {
+      const int64_t lo = std::max<int64_t>(0, oh * g.row_step - p0);
+      const int64_t hi = std::min<int64_t>(g.lanes, oh * g.row_step + g.OW - p0);
+      if (hi <= lo) continue;
+      r.y[r.nseg] = oh * g.OW + p0 - oh * g.row_step;
+      r.lo[r.nseg] = static_cast<int>(lo);
+      r.hi[r.nseg] = static_cast<int>(hi);
+      ++r.nseg;
+    }
+    return r;
+  }
   int64_t start, len, xrow = 0, yrow = 0;
   if (g.flat) {
     start = v * g.lanes;
@@ -195,26 +290,28 @@ VecPos vec_pos(const Geometry& g, int64_t v) {
     xrow = oh * g.row_step;
     yrow = oh * g.OW;
   }
+  r.nseg = 1;
+  r.lo[0] = 0;
+  r.hi[0] = g.lanes;
   if (start + g.lanes > len) {
     if (len >= g.lanes) {
-      r.lo = static_cast<int>(start - (len - g.lanes));
+      r.lo[0] = static_cast<int>(start - (len - g.lanes));
       start = len - g.lanes;
     } else {
-      r.hi = static_cast<int>(len - start);
+      r.hi[0] = static_cast<int>(len - start);
     }
   }
   r.x = xrow + start;
-  r.y = yrow + start;
+  r.y[0] = yrow + start;
   return r;
 }
 
-// Input channels per reduction chunk: the chunk's input rows for one vector block plus its
-// weights for one channel block should stay in L1 while the other blocks sweep over them.
+// Input channels per reduction chunk (kChunkBytes), balanced over the chunks.
 int64_t chunk_channels(const ConvProblem& p, const Geometry& g, const Config& cfg) {
-  const int64_t span = g.flat ? cfg.vecs * g.lanes
-                              : (cfg.vecs * g.lanes - 1) * p.stride_w +
-                                    (p.S - 1) * p.dilation_w + 1;
-  const int64_t rows = g.flat ? 1 : p.R;
+  // A vector block reads, per channel, R rows (times the column phases the taps hit) of about
+  // vecs*lanes + (S-1)*dilation_w/stride_w floats.
+  const int64_t span = cfg.vecs * g.lanes + (p.S - 1) * p.dilation_w / p.stride_w;
+  const int64_t rows = g.flat ? 1 : p.R * std::min(p.S, p.stride_w);
   const int64_t per_channel = rows * (span * 4 / 64 + 2) * 64 + g.taps * cfg.oc * 4;
   const int64_t cb = std::max<int64_t>(1, kChunkBytes / per_channel);
   const int64_t chunks = ceil_div(p.Cg(), cb);
@@ -229,8 +326,21 @@ bool cpu_has(BlockIsa isa) {
 }  // namespace
 
 std::string Config::name() const {
-  return "oc" + std::to_string(oc) + "ow" + std::to_string(vecs * lanes()) +
+  return (band ? "oh" : "oc") + std::to_string(oc) + "ow" + std::to_string(vecs * lanes()) +
          (isa == BlockIsa::avx512 ? "_avx512" : "");
+}
+
+int Config::lanes() const {
+  return isa == BlockIsa::avx512 ? 16 : 8;
+}
+
+void forward_scalar(const ConvProblem& p, const std::string& config, const ForwardArgs& args) {
+  forward(p, config, args, false);
+}
+
+bool config_applies(const ConvProblem& p, const Config& c) {
+  return !c.band ||
+         (p.Cg() == 1 && p.Kg() == 1 && p.stride_h == 1 && p.dilation_h == 1 && p.R * p.S > 1);
 }
 
 const Config* all_configs(int* count) {
@@ -248,7 +358,10 @@ Config parse_config(const std::string& text) {
 
 void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& a, bool simd) {
   const Config cfg = parse_config(config);
-  const Geometry g = make_geometry(p, cfg.lanes());
+  if (!config_applies(p, cfg))
+    throw Error("config: cpu.direct " + config +
+                " (a band block) needs a depthwise problem with stride_h = dilation_h = 1");
+  const Geometry g = make_geometry(p, cfg);
   const size_t need = workspace_for(g);
   if (a.workspace_size < need || !a.workspace)
     throw Error("workspace: cpu.direct " + config + " needs " + std::to_string(need) +
@@ -271,24 +384,36 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   const uintptr_t base = reinterpret_cast<uintptr_t>(a.workspace);
   int64_t* tap = reinterpret_cast<int64_t*>((base + 63) / 64 * 64);
   float* view_buf = reinterpret_cast<float*>(reinterpret_cast<char*>(tap) + g.tap_bytes);
+  float* band_buf = view_buf + round64(g.copy_floats * sizeof(float)) / sizeof(float);
   fill_taps(p, g, tap);
 
   const int64_t Cg = p.Cg(), Kg = p.Kg(), T = g.taps;
   const int oc = cfg.oc;
-  const int64_t nkb = ceil_div(Kg, oc), nvb = ceil_div(g.nvec, cfg.vecs);
+  // Tasks: (block of oc channels or band rows) x (block of vecs vectors, or of vecs vectors of
+  // one row in band mode).
+  const int64_t nkb = g.band ? ceil_div(g.OH, oc) : ceil_div(Kg, oc);
+  const int64_t nvb = g.band ? ceil_div(g.vpr, cfg.vecs) : ceil_div(g.nvec, cfg.vecs);
   const int64_t cb = chunk_channels(p, g, cfg), nchunks = ceil_div(Cg, cb);
 
   BlockCommon common;
   common.taps = T;
   common.tap = tap;
   common.x_channel_stride = g.plane;
-  common.y_k_stride = g.OHW;
+  common.y_k_stride = g.band ? g.OW : g.OHW;
+  common.bias_stride = g.band ? 0 : 1;
   common.lanes = g.lanes;
-  // Weight addressing: packed [g][kb][c][t][oc] or plain KCRS.
+  // Weight addressing: band [g][u][s][row], packed [g][kb][c][t][oc] or plain KCRS.
   const bool packed = a.packed_weights != nullptr;
   const float* wbase = packed ? static_cast<const float*>(a.packed_weights) : a.w;
   int64_t w_k_stride, w_kb_stride, w_g_stride;
-  if (packed) {
+  if (g.band) {
+    if (!packed) wbase = band_buf;
+    common.w_tap_stride = oc;
+    common.w_channel_stride = T * oc;
+    w_k_stride = 1;
+    w_kb_stride = 0;
+    w_g_stride = T * oc;
+  } else if (packed) {
     common.w_tap_stride = oc;
     common.w_channel_stride = T * oc;
     w_k_stride = 1;
@@ -305,7 +430,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   // Sweep the smaller operand past the larger one: with more weights than input, all vector
   // blocks for one channel block (its weights stay in L1), else all channel blocks for one
   // vector block (its input rows stay in L1).
-  const bool kb_outer = Kg * T > g.plane;
+  const bool kb_outer = g.band || Kg * T > g.plane;
   const int64_t per_group = nkb * nvb, tasks = p.groups * per_group;
   const int threads = std::max(1, a.threads);
 
@@ -316,6 +441,11 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
 #pragma omp parallel num_threads(threads)
     {
       if (g.copy) copy_view(p, g, xn, view_buf);
+      if (g.band && !packed && n == 0) {
+#pragma omp for schedule(static)
+        for (int64_t grp = 0; grp < p.groups; ++grp)
+          fill_band(p, oc, a.w + grp * p.R * p.S, band_buf + grp * T * oc);
+      }
       // Each thread owns a contiguous range of tasks for all chunks, so chunks of one block run
       // in order on one thread and no barrier is needed between chunks.
       const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
@@ -334,23 +464,37 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
           const int64_t vb = kb_outer ? rest % nvb : rest / nkb;
           if (vb != cur_vb) {
             cur_vb = vb;
+            // Band mode: the vectors of row 0; the row block offsets them below.
             const int64_t v0 = vb * cfg.vecs;
-            b.nvec = static_cast<int>(std::min<int64_t>(cfg.vecs, g.nvec - v0));
+            b.nvec = static_cast<int>(std::min<int64_t>(cfg.vecs, (g.band ? g.vpr : g.nvec) - v0));
             for (int j = 0; j < b.nvec; ++j) pos[j] = vec_pos(g, v0 + j);
           }
           const int64_t k0 = kb * oc;
-          b.kvalid = static_cast<int>(std::min<int64_t>(oc, Kg - k0));
           const float* xg = view + (grp * Cg + c0) * g.plane;
-          float* yk = yn + (grp * Kg + k0) * g.OHW;
+          float* yk;
+          if (g.band) {
+            b.kvalid = static_cast<int>(std::min<int64_t>(oc, g.OH - k0));
+            xg += k0 * g.row_step;
+            yk = yn + grp * g.OHW + k0 * g.OW;
+          } else {
+            b.kvalid = static_cast<int>(std::min<int64_t>(oc, Kg - k0));
+            yk = yn + (grp * Kg + k0) * g.OHW;
+          }
           for (int j = 0; j < b.nvec; ++j) {
             b.x[j] = xg + pos[j].x;
-            b.y[j] = yk + pos[j].y;
-            b.lo[j] = pos[j].lo;
-            b.hi[j] = pos[j].hi;
+            b.nseg[j] = pos[j].nseg;
+            for (int sg = 0; sg < pos[j].nseg; ++sg) {
+              // In wide mode lane 0's address may lie before the row (or y) it is stored in;
+              // integer arithmetic keeps that well defined, and the kernel never touches it.
+              b.seg[j][sg].out = reinterpret_cast<float*>(reinterpret_cast<uintptr_t>(yk) +
+                                                          pos[j].y[sg] * sizeof(float));
+              b.seg[j][sg].lo = pos[j].lo[sg];
+              b.seg[j][sg].hi = pos[j].hi[sg];
+            }
           }
           const float* wk = wbase + grp * w_g_stride + kb * w_kb_stride + c0 * cc.w_channel_stride;
           for (int k = 0; k < oc; ++k) b.w[k] = wk + std::min(k, b.kvalid - 1) * w_k_stride;
-          b.bias = a.bias ? a.bias + grp * Kg + k0 : nullptr;
+          b.bias = a.bias ? a.bias + grp * Kg + (g.band ? 0 : k0) : nullptr;
           fns[b.nvec](cc, b);
         }
       }
@@ -374,13 +518,34 @@ class Direct final : public Algorithm {
     const bool z = cpu_isa() == CpuIsa::avx512;
     // One output channel per group (depthwise): only single-channel blocks make sense.
     if (p.Kg() == 1) {
-      if (z) return {"oc1ow128_avx512", "oc1ow256_avx512", "oc1ow64_avx512"};
-      return {"oc1ow96", "oc1ow64", "oc1ow32"};
+      std::vector<std::string> out =
+          z ? std::vector<std::string>{"oc1ow128_avx512", "oc1ow64_avx512", "oc1ow256_avx512"}
+            : std::vector<std::string>{"oc1ow96", "oc1ow64", "oc1ow32"};
+      // Band blocks reuse each input row load for `oc` output rows at the price of oc-1 zero
+      // steps per R kernel rows: measured faster for 3x3 on planes from 28x28 and for 5x5 and
+      // larger (mobilenet_v2.txt, large_kernels.txt), slower on 14x14 and 7x7 3x3 planes.
+      const std::vector<std::string> band =
+          z ? std::vector<std::string>{"oh6ow64_avx512", "oh8ow48_avx512"}
+            : std::vector<std::string>{"oh4ow24", "oh6ow16"};
+      if (p.R >= 3 && direct::config_applies(p, direct::parse_config(band[0]))) {
+        if (p.R >= 5 || p.OW() >= 28) {
+          out.pop_back();
+          out.insert(out.begin(), band.begin(), band.end());
+        } else {
+          out.push_back(band[0]);
+        }
+      }
+      return out;
     }
-    const std::vector<const char*> names =
-        z ? std::vector<const char*>{"oc8ow48_avx512", "oc6ow64_avx512", "oc12ow32_avx512",
-                                     "oc4ow96_avx512"}
-          : std::vector<const char*>{"oc4ow24", "oc6ow16", "oc3ow32", "oc8ow8", "oc2ow48"};
+    // Default first: on resnet50/vgg16 the wide-position blocks won on large planes and the
+    // many-channel blocks on planes of 14x14 and less.
+    const bool small = p.OH() * p.OW() <= 256;
+    std::vector<const char*> names;
+    if (z)
+      names = {"oc8ow48_avx512", "oc12ow32_avx512", "oc6ow64_avx512", "oc4ow96_avx512"};
+    else
+      names = {"oc4ow24", "oc6ow16", "oc3ow32", "oc8ow8", "oc2ow48"};
+    if (small) std::swap(names[0], names[1]);
     std::vector<std::string> out;
     // Channel blocks that waste little of K/g (at most a quarter of the computed channels).
     for (const char* name : names) {
@@ -394,7 +559,7 @@ class Direct final : public Algorithm {
 
   size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     const direct::Config c = direct::parse_config(config);
-    return direct::workspace_for(direct::make_geometry(p, c.lanes()));
+    return direct::workspace_for(direct::make_geometry(p, c));
   }
 
   void forward(const ConvProblem& p, const std::string& config,
@@ -404,6 +569,7 @@ class Direct final : public Algorithm {
 
   size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
     const direct::Config c = direct::parse_config(config);
+    if (c.band) return direct::make_geometry(p, c).band_floats * sizeof(float);
     const int64_t nkb = (p.Kg() + c.oc - 1) / c.oc;
     return static_cast<size_t>(p.groups * nkb * c.oc * p.Cg() * p.R * p.S) * sizeof(float);
   }
@@ -414,6 +580,15 @@ class Direct final : public Algorithm {
     const int64_t Kg = p.Kg(), Cg = p.Cg(), T = p.R * p.S, oc = c.oc;
     const int64_t nkb = (Kg + oc - 1) / oc;
     float* out = static_cast<float*>(packed);
+    if (c.band) {
+      if (!direct::config_applies(p, c))
+        throw Error("config: cpu.direct " + config + " (a band block) needs a depthwise problem");
+      const int64_t steps = (p.R + oc - 1) * p.S;
+#pragma omp parallel for schedule(static) num_threads(std::max(1, threads))
+      for (int64_t grp = 0; grp < p.groups; ++grp)
+        direct::fill_band(p, c.oc, w + grp * T, out + grp * steps * oc);
+      return;
+    }
 #pragma omp parallel for schedule(static) num_threads(std::max(1, threads))
     for (int64_t gkb = 0; gkb < p.groups * nkb; ++gkb) {
       const int64_t grp = gkb / nkb, kb = gkb % nkb;

@@ -1,6 +1,7 @@
-// Internals of cpu.direct shared by direct.cpp (driver, compiled for the baseline ISA),
-// direct_avx2.cpp (AVX2/FMA register-block kernels) and direct_scalar.cpp (portable kernels),
-// and exposed to tests/test_direct.cpp. Not part of the public API.
+// Internals of cpu.direct shared by direct.cpp (Algorithm and driver, compiled for the baseline
+// ISA), the register-block kernels (direct_block.hpp instantiated by direct_avx2.cpp and
+// direct_avx512.cpp; portable ones in direct_scalar.cpp) and tests/test_direct.cpp.
+// Not part of the public API.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 namespace conv::kernels::direct {
 
 constexpr int kMaxLanes = 16;  ///< output positions per vector: 8 (ymm) or 16 (zmm)
-constexpr int kMaxOc = 12;     ///< largest output-channel block of any config
+constexpr int kMaxOc = 12;     ///< largest output-channel (or band-row) block of any config
 constexpr int kMaxVecs = 16;   ///< largest number of vectors of output positions of any config
 
 /// Which kernel family a config is written for.
@@ -21,11 +22,15 @@ enum class BlockIsa { avx2, avx512 };
 /// A register block: `oc` output channels x `vecs` vectors of `lanes` output positions. Written
 /// "oc<oc>ow<lanes*vecs>" for AVX2 (ymm, 8 lanes), e.g. "oc4ow24" = 4 output channels x 3 ymm,
 /// and "oc<oc>ow<lanes*vecs>_avx512" for AVX-512 (zmm, 16 lanes), e.g. "oc8ow48_avx512".
+/// Band blocks ("oh<oc>ow...") hold `oc` consecutive output rows of one depthwise channel
+/// instead of `oc` output channels: one input row load then feeds every output row it reaches
+/// (weights laid out as a zero-padded band), for large depthwise kernels.
 struct Config {
   int oc = 4;
   int vecs = 3;
   BlockIsa isa = BlockIsa::avx2;
-  int lanes() const { return isa == BlockIsa::avx512 ? 16 : 8; }
+  bool band = false;
+  int lanes() const;  ///< 8 (AVX2) or 16 (AVX-512)
   std::string name() const;
 };
 
@@ -36,29 +41,43 @@ Config parse_config(const std::string& text);
 /// Every register block the kernels are instantiated for (the tuning space before filtering).
 const Config* all_configs(int* count);
 
+/// Whether `c` can run `p`: every block runs every problem except band blocks, which need one
+/// input and one output channel per group, stride_h 1 and dilation_h 1 (and not 1x1).
+bool config_applies(const ConvProblem& p, const Config& c);
+
 /// Per-call constants of the register-block kernel. Strides are in floats.
 struct BlockCommon {
-  int64_t channels = 0;           ///< input channels summed over (C/groups)
-  int64_t taps = 0;               ///< R*S
-  const int64_t* tap = nullptr;   ///< taps offsets into the input view, one per (r, s)
-  int64_t x_channel_stride = 0;   ///< input view floats between channels
-  int64_t w_channel_stride = 0;   ///< weight floats between input channels
-  int64_t w_tap_stride = 0;       ///< weight floats between taps
-  int64_t y_k_stride = 0;         ///< output floats between output channels (OH*OW)
-  int lanes = 8;                  ///< output positions per vector
+  int64_t channels = 0;          ///< input channels summed over (C/groups)
+  int64_t taps = 0;              ///< steps per channel: R*S, or (R + oc - 1)*S for band blocks
+  const int64_t* tap = nullptr;  ///< input view offset of each step
+  int64_t x_channel_stride = 0;  ///< input view floats between channels
+  int64_t w_channel_stride = 0;  ///< weight floats between input channels
+  int64_t w_tap_stride = 0;      ///< weight floats between taps
+  int64_t y_k_stride = 0;        ///< output floats between block rows k (channels or rows)
+  int64_t bias_stride = 1;       ///< bias values between block rows k (0: one shared value)
+  int lanes = 8;                 ///< output positions per vector
 };
 
-/// One register block's pointers. Vector j covers `lanes` consecutive output positions starting at
-/// y[j] (output channel 0 of the block) and reads the input view from x[j] (channel 0, tap
-/// offset 0); only lanes [lo[j], hi[j]) are stored. Output channel k reads its weights from
+/// Where a vector's lanes are stored: lanes [lo, hi) go to out + lane (+ k*y_k_stride for block
+/// row k), so `out` is the address lane 0 would have; only the stored lanes are ever accessed.
+/// A vector spanning several output rows (wide mode) has one segment per row.
+struct Segment {
+  float* out = nullptr;
+  int lo = 0, hi = 0;
+};
+constexpr int kMaxSegs = 3;
+
+/// One register block's pointers. Vector j covers `lanes` consecutive positions of the input
+/// view starting at x[j] (channel 0, tap offset 0) and is stored through its segments.
+/// Block row k (an output channel, or an output row of a band block) reads its weights from
 /// w[k]; only k < kvalid are stored (w[k] of the others may repeat a valid row).
 struct Block {
   const float* x[kMaxVecs];
-  float* y[kMaxVecs];
-  int lo[kMaxVecs], hi[kMaxVecs];
+  Segment seg[kMaxVecs][kMaxSegs];
+  int nseg[kMaxVecs];
   const float* w[kMaxOc];
-  const float* bias = nullptr;  ///< kvalid values, or null for zero
-  int kvalid = 0;               ///< output channels stored (1..oc)
+  const float* bias = nullptr;  ///< bias of row k at bias[k * bias_stride], or null for zero
+  int kvalid = 0;               ///< block rows stored (1..oc)
   int nvec = 0;                 ///< vectors in use (1..vecs); the SIMD kernels bake it in
   bool accumulate = false;      ///< add to y (a later part of the reduction) instead of bias
 };
@@ -79,10 +98,9 @@ BlockFn scalar_block(int oc);
 /// config and workspace (conv::Error naming the field).
 void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& args, bool simd);
 
-/// Test hook: forward() with the portable kernels, whatever the CPU.
-inline void forward_scalar(const ConvProblem& p, const std::string& config,
-                           const ForwardArgs& args) {
-  forward(p, config, args, false);
-}
+/// Test hook: forward() with the portable kernels, whatever the CPU. (Out of line, like every
+/// function here: the AVX TUs include this header, and an inline function they emitted could
+/// be the copy the linker keeps.)
+void forward_scalar(const ConvProblem& p, const std::string& config, const ForwardArgs& args);
 
 }  // namespace conv::kernels::direct

@@ -21,6 +21,7 @@ struct Ymm {
   static reg loadu(const float* p) { return _mm256_loadu_ps(p); }
   static reg broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
   static void storeu(float* p, reg v) { _mm256_storeu_ps(p, v); }
   // Lanes [lo, hi); masked lanes are neither read nor written (no faults).
   static mask lane_mask(int lo, int hi) {

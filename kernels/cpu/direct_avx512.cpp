@@ -22,6 +22,7 @@ struct Zmm {
   static reg loadu(const float* p) { return _mm512_loadu_ps(p); }
   static reg broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
   static void storeu(float* p, reg v) { _mm512_storeu_ps(p, v); }
   // Lanes [lo, hi); masked lanes are neither read nor written (no faults).
   static mask lane_mask(int lo, int hi) {

@@ -17,19 +17,47 @@ namespace conv::kernels::direct {
 // registers (otherwise GCC keeps a memory copy and stores it on every step).
 #define CONVTUNE_UNROLL _Pragma("GCC unroll 32")
 
+// One (channel, tap) step: OC*NV FMAs. The smaller operand set is held in registers for the
+// step (OC broadcasts or NV loads), so OC*NV + min(OC, NV) + 1 registers suffice.
+template <class V, int OC, int NV>
+inline void step(typename V::reg (&acc)[OC][NV], const float* const (&xp)[NV], int64_t xo,
+                 const float* const (&wp)[OC], int64_t wo) {
+  using R = typename V::reg;
+  if constexpr (OC < NV) {
+    R wv[OC];
+    CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) wv[k] = V::broadcast(wp[k] + wo);
+    CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) {
+      const R xv = V::loadu(xp[j] + xo);
+      CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) acc[k][j] = V::fmadd(wv[k], xv, acc[k][j]);
+    }
+  } else {
+    R xv[NV];
+    CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xv[j] = V::loadu(xp[j] + xo);
+    CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) {
+      const R wv = V::broadcast(wp[k] + wo);
+      CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) acc[k][j] = V::fmadd(wv, xv[j], acc[k][j]);
+    }
+  }
+}
+
 template <class V, int OC, int NV, bool ONE_TAP>
 void direct_block(const BlockCommon& c, const Block& b) {
   using R = typename V::reg;
   R acc[OC][NV];
   if (b.accumulate) {
     CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) {
-      const typename V::mask m = V::lane_mask(b.lo[j], b.hi[j]);
-      CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) acc[k][j] =
-          V::load_mask(b.y[j] + (k < b.kvalid ? k : 0) * c.y_k_stride, m);
+      CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) acc[k][j] = V::zero();
+      // Segments cover disjoint lanes and masked loads read zeros elsewhere: sum them.
+      for (int sg = 0; sg < b.nseg[j]; ++sg) {
+        const Segment& g = b.seg[j][sg];
+        const typename V::mask m = V::lane_mask(g.lo, g.hi);
+        CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) acc[k][j] =
+            V::add(acc[k][j], V::load_mask(g.out + (k < b.kvalid ? k : 0) * c.y_k_stride, m));
+      }
     }
   } else {
     CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) {
-      const R init = (b.bias && k < b.kvalid) ? V::set1(b.bias[k]) : V::zero();
+      const R init = (b.bias && k < b.kvalid) ? V::set1(b.bias[k * c.bias_stride]) : V::zero();
       CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) acc[k][j] = init;
     }
   }
@@ -42,12 +70,7 @@ void direct_block(const BlockCommon& c, const Block& b) {
     // 1x1: the step is one channel; index registers instead of NV+OC pointer bumps per step.
     int64_t xo = 0, wo = 0;
     for (int64_t ch = 0; ch < channels; ++ch, xo += xcs, wo += wcs) {
-      R xv[NV];
-      CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xv[j] = V::loadu(xp[j] + xo);
-      CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) {
-        const R wv = V::broadcast(wp[k] + wo);
-        CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) acc[k][j] = V::fmadd(wv, xv[j], acc[k][j]);
-      }
+      step<V, OC, NV>(acc, xp, xo, wp, wo);
     }
   } else {
     const int64_t taps = c.taps, wts = c.w_tap_stride;
@@ -56,26 +79,24 @@ void direct_block(const BlockCommon& c, const Block& b) {
       int64_t wo = 0;
       for (int64_t t = 0; t < taps; ++t, wo += wts) {
         const int64_t xo = tap[t];
-        R xv[NV];
-        CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xv[j] = V::loadu(xp[j] + xo);
-        CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) {
-          const R wv = V::broadcast(wp[k] + wo);
-          CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) acc[k][j] = V::fmadd(wv, xv[j], acc[k][j]);
-        }
+        step<V, OC, NV>(acc, xp, xo, wp, wo);
       }
       CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xp[j] += xcs;
       CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) wp[k] += wcs;
     }
   }
   CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) {
-    float* y = b.y[j];
-    if (b.lo[j] == 0 && b.hi[j] == V::lanes) {
+    const Segment& g0 = b.seg[j][0];
+    if (b.nseg[j] == 1 && g0.lo == 0 && g0.hi == V::lanes) {
       CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) if (k < b.kvalid)
-          V::storeu(y + k * c.y_k_stride, acc[k][j]);
-    } else {
-      const typename V::mask m = V::lane_mask(b.lo[j], b.hi[j]);
+          V::storeu(g0.out + k * c.y_k_stride, acc[k][j]);
+      continue;
+    }
+    for (int sg = 0; sg < b.nseg[j]; ++sg) {
+      const Segment& g = b.seg[j][sg];
+      const typename V::mask m = V::lane_mask(g.lo, g.hi);
       CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) if (k < b.kvalid)
-          V::store_mask(y + k * c.y_k_stride, m, acc[k][j]);
+          V::store_mask(g.out + k * c.y_k_stride, m, acc[k][j]);
     }
   }
 }
@@ -84,9 +105,9 @@ void direct_block(const BlockCommon& c, const Block& b) {
 template <class V, int OC, int... I>
 BlockFn direct_pick(int nv, bool one_tap, std::integer_sequence<int, I...>) {
   BlockFn fn = nullptr;
-  ((fn = (nv == I + 1) ? (one_tap ? &direct_block<V, OC, I + 1, true>
-                                  : &direct_block<V, OC, I + 1, false>)
-                       : fn),
+  ((fn = (nv == I + 1)
+             ? (one_tap ? &direct_block<V, OC, I + 1, true> : &direct_block<V, OC, I + 1, false>)
+             : fn),
    ...);
   return fn;
 }

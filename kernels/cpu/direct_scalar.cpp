@@ -14,13 +14,13 @@ void block(const BlockCommon& c, const Block& b) {
   for (int j = 0; j < b.nvec; ++j) {
     float acc[OC][kMaxLanes];
     for (int k = 0; k < OC; ++k)
-      for (int l = 0; l < lanes; ++l) {
-        if (b.accumulate)
-          acc[k][l] = (k < b.kvalid && l >= b.lo[j] && l < b.hi[j]) ? b.y[j][k * c.y_k_stride + l]
-                                                                    : 0.0f;
-        else
-          acc[k][l] = (b.bias && k < b.kvalid) ? b.bias[k] : 0.0f;
-      }
+      for (int l = 0; l < lanes; ++l)
+        acc[k][l] = (b.bias && k < b.kvalid) ? b.bias[k * c.bias_stride] : 0.0f;
+    if (b.accumulate)
+      for (int sg = 0; sg < b.nseg[j]; ++sg)
+        for (int k = 0; k < b.kvalid; ++k)
+          for (int l = b.seg[j][sg].lo; l < b.seg[j][sg].hi; ++l)
+            acc[k][l] = b.seg[j][sg].out[k * c.y_k_stride + l];
     const float* xp = b.x[j];
     for (int64_t ch = 0; ch < c.channels; ++ch) {
       for (int64_t t = 0; t < c.taps; ++t) {
@@ -32,8 +32,10 @@ void block(const BlockCommon& c, const Block& b) {
       }
       xp += c.x_channel_stride;
     }
-    for (int k = 0; k < b.kvalid; ++k)
-      for (int l = b.lo[j]; l < b.hi[j]; ++l) b.y[j][k * c.y_k_stride + l] = acc[k][l];
+    for (int sg = 0; sg < b.nseg[j]; ++sg)
+      for (int k = 0; k < b.kvalid; ++k)
+        for (int l = b.seg[j][sg].lo; l < b.seg[j][sg].hi; ++l)
+          b.seg[j][sg].out[k * c.y_k_stride + l] = acc[k][l];
   }
 }
 

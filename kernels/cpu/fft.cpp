@@ -98,9 +98,18 @@ void alive_range(int64_t O, int64_t stride, int64_t pad, int64_t dil, int64_t R,
 
 }  // namespace
 
-Geometry make_geometry(const ConvProblem& p, int t) {
+Geometry make_geometry(const ConvProblem& p, const Config& c) {
+  const int t = c.t;
+  const int64_t Rp = sub_kernel(p.R, p.dilation_h, p.stride_h);
+  const int64_t Sp = sub_kernel(p.S, p.dilation_w, p.stride_w);
+  if (Rp > t - 1 || Sp > t - 1)
+    throw Error("config: t" + std::to_string(t) + " is too small for this problem (kernel " +
+                std::to_string(Rp) + "x" + std::to_string(Sp) +
+                " after dilation and polyphase split; needs at most t-1)");
   Geometry g;
   g.t = t;
+  g.lanes = c.lanes;
+  const int64_t L = c.lanes;
   g.F = t * (t / 2 + 1);
   g.OH = p.OH();
   g.OW = p.OW();
@@ -122,32 +131,33 @@ Geometry make_geometry(const ConvProblem& p, int t) {
   alive_range(g.OW, p.stride_w, p.pad_left, p.dilation_w, p.S, p.W, &g.ow_lo, &g.ow_hi);
   g.depthwise = p.Cg() == 1 && p.Kg() == 1;
   const int64_t tiles = g.TH * g.TW;
-  const double F = g.F, elem = 64.0;  // bytes per 8-lane complex element
+  const double F = g.F, elem = 8.0 * L;  // bytes per frequency element (L complex floats)
   size_t x_bytes = 0, y_bytes = 0, slot_bytes = 0;
   if (g.depthwise) {
-    g.Cb = cdiv(p.C, kLanes);
+    g.Cb = cdiv(p.C, L);
     g.items = p.N * g.Cb * tiles;
     g.slots = std::min<int64_t>(kMaxSlots, g.items);
-    g.slot_floats = g.P * g.F * 16;
+    g.slot_floats = g.P * g.F * 2 * L;
     slot_bytes = round64(static_cast<size_t>(g.slots * g.slot_floats) * 4);
-    g.w_bytes = static_cast<size_t>(g.Cb * g.P * g.F) * 64;
+    g.w_bytes = static_cast<size_t>(g.Cb * g.P * g.F * 8 * L);
   } else {
-    g.Kb = cdiv(p.Kg(), kLanes);
-    g.Jv_total = cdiv(p.N * tiles, kLanes);
+    g.Kb = cdiv(p.Kg(), L);
+    g.Jv_total = cdiv(p.N * tiles, L);
     g.fused = g.Cp <= kFuseMaxC;
     const double per_jv = F * elem * static_cast<double>(g.Cp + (g.fused ? 0 : p.Kg()));
     g.Jv = std::clamp<int64_t>(static_cast<int64_t>(kBlockBudget / per_jv), 1, g.Jv_total);
     g.blocks = cdiv(g.Jv_total, g.Jv);
     g.Jv = cdiv(g.Jv_total, g.blocks);
-    x_bytes = round64(static_cast<size_t>(g.F * g.Cp * g.Jv) * 64);
-    y_bytes = g.fused ? 0 : round64(static_cast<size_t>(g.F * p.Kg() * g.Jv) * 64);
+    x_bytes = round64(static_cast<size_t>(g.F * g.Cp * g.Jv * 8 * L));
+    y_bytes = g.fused ? 0 : round64(static_cast<size_t>(g.F * p.Kg() * g.Jv * 8 * L));
     if (g.fused) {
-      g.items = p.Kg() * g.Jv;
+      const int64_t kr = gemm_kr(c.lanes);
+      g.items = cdiv(p.Kg(), kr) * g.Jv;
       g.slots = std::min<int64_t>(kMaxSlots, g.items);
-      g.slot_floats = g.F * 16;
+      g.slot_floats = kr * g.F * 2 * L;
       slot_bytes = round64(static_cast<size_t>(g.slots * g.slot_floats) * 4);
     }
-    g.w_bytes = static_cast<size_t>(p.groups * g.F * g.Cp * g.Kb) * 64;
+    g.w_bytes = static_cast<size_t>(p.groups * g.F * g.Cp * g.Kb * 8 * L);
   }
   g.x_off = 0;
   g.y_off = g.x_off + x_bytes;
@@ -157,10 +167,21 @@ Geometry make_geometry(const ConvProblem& p, int t) {
   return g;
 }
 
-int parse_config(const std::string& config) {
+std::string Config::name() const {
+  return "t" + std::to_string(t) + (lanes == 16 ? "_avx512" : "");
+}
+
+Config parse_config(const std::string& config) {
   for (int t : kTiles)
-    if (config == "t" + std::to_string(t)) return t;
-  throw Error("config: cpu.fft takes t8, t16, t32 or t64, got \"" + config + "\"");
+    for (int lanes : {8, 16}) {
+      const Config c{t, lanes};
+      if (config != c.name()) continue;
+      if (lanes == 16 && cpu_isa() != CpuIsa::avx512)
+        throw Error("config: " + config + " needs AVX-512, which this CPU lacks");
+      return c;
+    }
+  throw Error("config: cpu.fft takes t8, t16, t32 or t64 (with _avx512 on AVX-512 CPUs), got \"" +
+              config + "\"");
 }
 
 namespace {
@@ -183,7 +204,10 @@ class Fft final : public Algorithm {
     return Applicability::yes();
   }
 
-  // Default: the smallest tile at least twice the sub-kernel (output tile >= half the tile).
+  // Tile sizes whose t-1 holds the sub-kernel, AVX2 first and then (on AVX-512 CPUs) the same
+  // with 16 lanes. Default first: the smallest tile at least twice the sub-kernel (output tile
+  // >= half the tile), at the widest vectors available. Tiles other than the default whose
+  // transformed weights exceed kMaxWeightBytes are left out.
   std::vector<std::string> configs(const ConvProblem& p) const override {
     const int64_t Rp = sub_kernel(p.R, p.dilation_h, p.stride_h);
     const int64_t Sp = sub_kernel(p.S, p.dilation_w, p.stride_w);
@@ -198,11 +222,18 @@ class Fft final : public Algorithm {
         def = t;
         break;
       }
-    std::vector<std::string> out = {"t" + std::to_string(def)};
-    for (int t : fit) {
-      if (t == def) continue;
-      if (static_cast<double>(make_geometry(p, t).w_bytes) > kMaxWeightBytes) continue;
-      out.push_back("t" + std::to_string(t));
+    std::vector<int> widths = {8};
+    if (cpu_isa() == CpuIsa::avx512) widths.insert(widths.begin(), 16);
+    std::vector<std::string> out = {Config{def, widths.front()}.name()};
+    for (int lanes : {8, 16}) {
+      if (lanes == 16 && widths.front() != 16) continue;
+      for (int t : fit) {
+        const Config c{t, lanes};
+        if (c.name() == out.front()) continue;
+        if (t != def && static_cast<double>(make_geometry(p, c).w_bytes) > kMaxWeightBytes)
+          continue;
+        out.push_back(c.name());
+      }
     }
     return out;
   }
@@ -218,16 +249,19 @@ class Fft final : public Algorithm {
   void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
                     int threads) const override {
     const Geometry g = make_geometry(p, parse_config(config));
-    check_runnable(p, g);
+    check_runnable();
     if (!w) throw Error("w: cpu.fft pack_weights needs weights");
     if (!packed) throw Error("packed: cpu.fft pack_weights needs a destination");
-    pack_weights_avx2(p, g, w, static_cast<float*>(packed), threads);
+    if (g.lanes == 16)
+      pack_weights_avx512(p, g, w, static_cast<float*>(packed), threads);
+    else
+      pack_weights_avx2(p, g, w, static_cast<float*>(packed), threads);
   }
 
   void forward(const ConvProblem& p, const std::string& config,
                const ForwardArgs& a) const override {
     const Geometry g = make_geometry(p, parse_config(config));
-    check_runnable(p, g);
+    check_runnable();
     const size_t need = a.packed_weights ? g.total_bytes - round64(g.w_bytes) : g.total_bytes;
     if (a.workspace_size < need || (need > 0 && !a.workspace))
       throw Error("workspace: cpu.fft " + config + " needs " + std::to_string(need) +
@@ -237,34 +271,34 @@ class Fft final : public Algorithm {
     // The workspace layout assumes a 64-byte aligned start; the 64 spare bytes allow for that.
     const uintptr_t base = reinterpret_cast<uintptr_t>(a.workspace);
     char* ws = reinterpret_cast<char*>((base + 63) / 64 * 64);
-    forward_avx2(p, g, a.x, a.w, static_cast<const float*>(a.packed_weights), a.bias, a.y, ws,
-                 std::max(1, a.threads));
+    const float* packed = static_cast<const float*>(a.packed_weights);
+    const int threads = std::max(1, a.threads);
+    if (g.lanes == 16)
+      forward_avx512(p, g, a.x, a.w, packed, a.bias, a.y, ws, threads);
+    else
+      forward_avx2(p, g, a.x, a.w, packed, a.bias, a.y, ws, threads);
   }
 
-  // Rounding of an FFT convolution, relative to sum|x*w| per output (DESIGN.md). Each output of
-  // a tile gets rounding from all t^2 inputs of its tile through forward transform, product
-  // and inverse transform: about u * c * log2(t) * sigma_x * ||w||_2 (Parseval), while
-  // sum|x*w| grows with the taps the output actually overlaps. For uniform data that gives
-  // ~ u * log2(t) * sqrt(C/g*R*S) / (C/g * overlap), overlap = fewest in-image taps of any
-  // output (interior: R*S); the constant is fitted on the tests' random problems with a
-  // safety factor (tests/test_fft.cpp checks the bound per tile size).
+  // Rounding of an FFT convolution relative to sum|x*w| per output (DESIGN.md), for data of
+  // the tests' and tuner's kind (uniform in [-1, 1)). Every output of a tile receives rounding
+  // from all t^2 inputs of its tile through both transforms (error ~ u * log2(t) * sigma_x *
+  // ||w||_2, Parseval), while sum|x*w| only grows with the taps the output overlaps; so
+  //   bound = 24 u log2(t) * ( sqrt(n) / m * (1 + 4/m) + 1/4 ),  n = C/g*R*S,
+  //   m = C/g * (fewest in-image taps of any output that reads input; R*S without padding).
+  // The 1 + 4/m term covers the heavy low tail of sum|x*w| + |bias| when it has few terms; the
+  // 1/4 term the frequency-domain accumulation over many channels. Fitted on ~5000 runs (random
+  // problems and every shared/layers file): the worst needs 4.3 instead of 24.
   double error_bound(const ConvProblem& p, const std::string& config) const override {
-    const int t = parse_config(config);
+    const int t = parse_config(config).t;
     const double u = std::ldexp(1.0, -24);
-    const double n_taps = static_cast<double>(p.Cg() * p.R * p.S);
-    const double overlap = static_cast<double>(p.Cg() * min_overlap(p));
-    return 64.0 * u * std::log2(t) * std::sqrt(n_taps) / std::max(1.0, overlap) +
-           exact_order_error_bound(p);
+    const double n = static_cast<double>(p.Cg() * p.R * p.S);
+    const double m = std::max(1.0, static_cast<double>(p.Cg() * min_overlap(p)));
+    return 24.0 * u * std::log2(t) * (std::sqrt(n) / m * (1.0 + 4.0 / m) + 0.25);
   }
 
  private:
-  static void check_runnable(const ConvProblem& p, const Geometry& g) {
+  static void check_runnable() {
     if (cpu_isa() == CpuIsa::scalar) throw Error("cpu.fft: this CPU lacks AVX2/FMA");
-    if (g.Rp > g.t - 1 || g.Sp > g.t - 1)
-      throw Error("config: t" + std::to_string(g.t) +
-                  " is too small for this problem (sub-kernel " + std::to_string(g.Rp) + "x" +
-                  std::to_string(g.Sp) + ")");
-    (void)p;
   }
 
   // Fewest taps inside the input over outputs that read any input (per input channel).

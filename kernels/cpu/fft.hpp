@@ -12,17 +12,35 @@
 
 namespace conv::kernels::fft {
 
-constexpr int kLanes = 8;      ///< tiles (or channels) transformed together, one per ymm lane
 constexpr int kMaxSlots = 32;  ///< per-thread scratch slots, so at most this many threads
 constexpr int kTiles[] = {8, 16, 32, 64};
 
-/// Everything forward() derives from (problem, tile size): the polyphase split, the tiling,
-/// which of the two paths runs, and the workspace layout. All sizes in elements unless named
-/// *_bytes. A "slot" (frequency element) is 16 floats: 8 lanes of real parts, then 8 of
-/// imaginary parts.
+/// Output channels per register block of the frequency-domain GEMM for a vector width.
+constexpr int gemm_kr(int lanes) {
+  return lanes == 16 ? 4 : 2;
+}
+
+/// One config: tile size t (input tile t x t) and the vector width the kernels run with
+/// (lanes = tiles or channels per vector: 8 for AVX2, 16 for AVX-512). Written "t16" (AVX2) or
+/// "t16_avx512".
+struct Config {
+  int t = 8;
+  int lanes = 8;
+  std::string name() const;
+};
+
+/// Parses a config string; throws conv::Error naming "config" for anything else, and for an
+/// AVX-512 config on a CPU without AVX-512.
+Config parse_config(const std::string& config);
+
+/// Everything forward() derives from (problem, config): the polyphase split, the tiling, which
+/// of the two paths runs, and the workspace layout. All sizes in elements unless named *_bytes.
+/// A frequency element is 2 * lanes floats: the real parts of all lanes, then the imaginary
+/// parts.
 struct Geometry {
-  int t = 0;  ///< tile size (input tile t x t)
-  int F = 0;  ///< frequencies kept per tile: t * (t/2 + 1)
+  int t = 0;      ///< tile size (input tile t x t)
+  int lanes = 8;  ///< vector width: 8 (AVX2) or 16 (AVX-512)
+  int F = 0;      ///< frequencies kept per tile: t * (t/2 + 1)
   int64_t OH = 0, OW = 0;
 
   // Polyphase split: tap r of the kernel lands in row phase r % ph (ph = stride_h /
@@ -45,16 +63,16 @@ struct Geometry {
 
   bool depthwise = false;  ///< C/g == K/g == 1: lanes run over channels, elementwise product
 
-  // General path: columns are (image, tile) pairs, J = N * TH * TW, in vectors of 8.
-  int64_t Kb = 0;        ///< ceil(K/g / 8): weight lanes run over output channels
-  int64_t Jv_total = 0;  ///< ceil(J / 8)
+  // General path: columns are (image, tile) pairs, J = N * TH * TW, in vectors of `lanes`.
+  int64_t Kb = 0;        ///< ceil(K/g / lanes): weight lanes run over output channels
+  int64_t Jv_total = 0;  ///< ceil(J / lanes)
   int64_t Jv = 0;        ///< column vectors per block
   int64_t blocks = 0;    ///< column blocks per group
-  bool fused = false;    ///< products computed inside the inverse transform (small C'), no Y
+  bool fused = false;    ///< per-item products (small C'): no Y, spectra formed in the slots
 
   // Depthwise path.
-  int64_t Cb = 0;     ///< ceil(C / 8)
-  int64_t items = 0;  ///< work items of the slot-using stage (fused inverse or depthwise)
+  int64_t Cb = 0;     ///< ceil(C / lanes)
+  int64_t items = 0;  ///< work items of the slot stage (per-item products or depthwise)
 
   int64_t slots = 0;  ///< scratch slots (= most threads used by the slot stage)
   int64_t slot_floats = 0;
@@ -65,30 +83,33 @@ struct Geometry {
   size_t total_bytes = 0;  ///< workspace_bytes: 64 (alignment) + everything
 };
 
-/// The geometry of problem `p` with tile size `t`. `p` must be valid and `t` applicable
-/// (sub-kernel fits: Rp, Sp <= t - 1).
-Geometry make_geometry(const ConvProblem& p, int t);
+/// The geometry of problem `p` (valid) with config `c`. Throws conv::Error naming "config"
+/// when the sub-kernel does not fit the tile (Rp or Sp > t - 1).
+Geometry make_geometry(const ConvProblem& p, const Config& c);
 
-/// Parses "t8".."t64"; throws conv::Error naming "config" otherwise.
-int parse_config(const std::string& config);
+// ---- ISA entry points (fft_avx2.cpp: lanes 8; fft_avx512.cpp: lanes 16). Call only when
+// conv::cpu_isa() supports them. ----
 
-// ---- AVX2 entry points (fft_avx2.cpp; call only when cpu_isa() >= avx2) ----
-
-/// Transforms KCRS weights into the layout of Geometry (general: [g][f][c'][Kb][16], depthwise:
-/// [Cb][P][f][16]), conjugated and scaled by 1/(4 t^2).
+/// Transforms KCRS weights into the layout of Geometry (general: [g][f][c'][Kb][2*lanes],
+/// depthwise: [Cb][P][f][2*lanes]), conjugated and scaled by 1/(4 t^2).
 void pack_weights_avx2(const ConvProblem& p, const Geometry& g, const float* w, float* packed,
                        int threads);
+void pack_weights_avx512(const ConvProblem& p, const Geometry& g, const float* w, float* packed,
+                         int threads);
 
 /// The convolution. `ws` is 64-byte aligned with room for g.total_bytes - 64 bytes (the weight
 /// region is not touched when `packed` is non-null).
 void forward_avx2(const ConvProblem& p, const Geometry& g, const float* x, const float* w,
                   const float* packed, const float* bias, float* y, char* ws, int threads);
+void forward_avx512(const ConvProblem& p, const Geometry& g, const float* x, const float* w,
+                    const float* packed, const float* bias, float* y, char* ws, int threads);
 
-/// Test hooks: the 2D tile transforms on 8 tiles of t x t floats stored [lane][row][col].
-/// forward: spec[lane][u][v] (u < t, v <= t/2) as interleaved complex pairs, equal to
-/// 2 * DFT2(x). inverse: from such a spectrum of a real tile, writes rows < m, cols < m of
-/// t^2 * IDFT2 scaled back so that inverse(forward(x)) == 2 * t^2 * x... see test_fft.cpp.
-void test_forward_tile(int t, const float* tiles, float* spec);
-void test_inverse_tile(int t, const float* spec, float* tiles);
+/// Test hooks for the 2D tile transforms on `lanes` tiles of t x t floats ([lane][row][col]).
+/// Forward (inverse = false): `in` tiles -> `out` spectra [lane][u][v][re, im], u < t,
+/// v <= t/2, equal to 2 * DFT2(tile) (the scale the pair-packed row pass leaves).
+/// Inverse: `in` spectra (of real tiles) -> `out` tiles, t^2 * IDFT2 (normalised IDFT2 times
+/// t^2), so inverse(forward(x)) = 2 t^2 x.
+void test_tile_avx2(int t, bool inverse, const float* in, float* out);
+void test_tile_avx512(int t, bool inverse, const float* in, float* out);
 
 }  // namespace conv::kernels::fft

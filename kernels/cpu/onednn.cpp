@@ -15,14 +15,15 @@
 // still allocates small bookkeeping per execute (its argument map); all tensors and scratch come
 // from the workspace.
 #include <omp.h>
-
 #include <oneapi/dnnl/dnnl_debug.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -312,7 +313,7 @@ std::shared_ptr<const Shape> get_shape(const ConvProblem& p, Variant v) {
 }
 
 const Shape& usable_shape(const std::shared_ptr<const Shape>& s) {
-  if (!s->ok) throw Error("cpu.onednn: not applicable: " + s->reason);
+  if (!s->ok) throw Error("problem: cpu.onednn cannot run it: " + s->reason);
   return *s;
 }
 

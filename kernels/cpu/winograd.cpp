@@ -41,19 +41,65 @@ Geometry make_geometry(const ConvProblem& p, int m, int64_t chunk_bytes) {
   g.Cg = p.Cg();
   g.Kg = p.Kg();
   g.Kp = (g.Kg + kVec - 1) / kVec * kVec;
-  // One pass transforms, multiplies and inverse-transforms `chunk` tiles; V + M of a pass should
-  // stay in the caches (measured: about 3 MiB, shared by the threads, is best on 2 MiB-L2 cores).
-  if (chunk_bytes <= 0) chunk_bytes = int64_t{3} << 20;
+  // One pass transforms, multiplies and inverse-transforms `chunk` tiles. Its V + M (all points)
+  // should stay in the last-level cache, and one point's V (C/g x chunk), which the GEMM re-reads
+  // for every block of 16 output channels, in L2. Every pass reads all of U, so for the large U
+  // of many-channel layers the biggest chunk these allow is also the one that reads U least.
+  if (chunk_bytes <= 0) chunk_bytes = int64_t{12} << 20;
   const int64_t per_tile = int64_t{g.points} * (g.Cg + g.Kp) * 4;
-  int64_t chunk = std::max<int64_t>(1, chunk_bytes / per_tile);
+  const int64_t v_point_bytes = int64_t{768} << 10;
+  int64_t chunk =
+      std::max<int64_t>(1, std::min(chunk_bytes / per_tile, v_point_bytes / (4 * g.Cg)));
   // Multiples of 24 tiles fill both the 8-tile transform vectors and the 6-tile GEMM blocks.
   if (chunk >= 48) chunk = chunk / 24 * 24;
+  if (chunk < g.tiles) {
+    // Equal passes: 100 tiles in chunks of 96 would leave a pass of 4.
+    const int64_t passes = (g.tiles + chunk - 1) / chunk;
+    chunk = (g.tiles + passes - 1) / passes;
+    chunk = (chunk + kVec - 1) / kVec * kVec;
+  }
   g.chunk = std::min(chunk, g.tiles);
   g.chunk_pad = (g.chunk + kVec - 1) / kVec * kVec;
-  g.u_floats = p.groups * g.points * g.Kp * g.Cg;
-  g.v_floats = g.points * g.Cg * g.chunk_pad;
-  g.m_floats = g.points * g.chunk * g.Kp;
+  g.u_pstride = odd_lines(g.Kp * g.Cg);
+  g.v_pstride = odd_lines(g.Cg * g.chunk_pad);
+  g.m_kstride = odd_lines(g.Kp);
+  g.u_floats = p.groups * g.points * g.u_pstride;
+  g.v_floats = g.points * g.v_pstride;
+  g.m_floats = g.chunk * g.points * g.m_kstride;
   return g;
+}
+
+Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
+  Schedule s;
+  s.avx512 = avx512;
+  const int64_t T = std::max(1, threads), P = g.points;
+  // A per-thread pass keeps its V and M in (about half of) a 2 MiB L2; its slices of the shared
+  // workspace must hold it, and more tiles than a thread's share would leave threads idle.
+  int64_t sub = (int64_t{1} << 20) / (4 * P * (g.Cg + g.m_kstride));
+  sub = std::min({sub, (g.tiles + T - 1) / T, g.chunk / T});
+  auto fits = [&](int64_t n) {
+    return T * P * odd_lines(g.Cg * ((n + kVec - 1) / kVec * kVec)) <= g.v_floats;
+  };
+  // Whole 6-tile GEMM blocks (and 8-tile transform vectors) where there is room for them.
+  if (sub >= 24)
+    sub = sub / 24 * 24;
+  else if (sub >= 12)
+    sub = sub / 6 * 6;
+  while (sub > 0 && !fits(sub)) --sub;
+  if (sub < 1) return s;
+  // Bytes through the last-level cache: per-thread passes read U once each; shared passes read
+  // U once per chunk but write and read V and M there (weighted double: those are scattered
+  // accesses the prefetchers follow poorly, U is read in long runs).
+  const double u_bytes = 4.0 * P * g.Kp * g.Cg;
+  const double per_thread = u_bytes * static_cast<double>((g.tiles + sub - 1) / sub);
+  const double shared = u_bytes * static_cast<double>((g.tiles + g.chunk - 1) / g.chunk) +
+                        2 * 2 * 4.0 * P * (g.Cg + g.m_kstride) * static_cast<double>(g.tiles);
+  if (per_thread > shared) return s;
+  s.per_thread = true;
+  s.sub = sub;
+  s.sub_pad = (sub + kVec - 1) / kVec * kVec;
+  s.sub_v_pstride = odd_lines(g.Cg * s.sub_pad);
+  return s;
 }
 
 }  // namespace winograd
@@ -85,10 +131,13 @@ class Winograd final : public Algorithm {
   }
 
   std::vector<std::string> configs(const ConvProblem& p) const override {
-    // Default first: larger tiles cut more multiplies but waste more on partial tiles and lose
-    // accuracy; m4 is the usual best compromise, m6 pays off on large images.
-    if (p.OH() >= 28 && p.OW() >= 28) return {"m6", "m4", "m2"};
-    return {"m4", "m2", "m6"};
+    // Default first (measured on VGG-16 / ResNet-50 with 2 threads): m4 is best or close on most
+    // layers; m6 wins on large images with few channels, where the transforms dominate; m2 on
+    // tiny images, where bigger tiles are mostly padding and U (P * K * C floats) is read for
+    // only a few tiles.
+    if (p.OH() <= 8 || p.OW() <= 8) return {"m2", "m4", "m6"};
+    if (p.Cg() <= 64 && p.OH() >= 56 && p.OW() >= 56) return {"m6", "m4", "m2"};
+    return {"m4", "m6", "m2"};
   }
 
   size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
@@ -114,22 +163,38 @@ class Winograd final : public Algorithm {
       u = ws;
     }
     float* v = ws + g.u_floats;
-    winograd::forward_avx2(p, g, a.x, u, a.bias, a.y, v, v + g.v_floats, threads);
+    const winograd::Schedule s = winograd::make_schedule(g, threads, cpu_isa() == CpuIsa::avx512);
+    winograd::forward_avx2(p, g, s, a.x, u, a.bias, a.y, v, v + g.v_floats, threads);
   }
 
-  // Measured on uniform [-1, 1) data (tests/test_winograd.cpp) as max |y - y_ref| / sum|x*w|,
-  // which grows like sqrt(C/g) (random-walk accumulation in the GEMM) on top of a constant from
-  // the transforms; the bounds below are those fits times a safety factor of about 4.
+  // Winograd mixes every input of an alpha x alpha tile into every output of the tile, so an
+  // output's error scales with the tile's magnitude while the bound is relative to the output's own
+  // window sum|x*w| + |bias|. Measured (tests/test_winograd.cpp "error model") as max over outputs
+  // of |y - y_ref| / (sum|x*w| + |bias|), in units of u = 2^-24:
+  //  - uniform [-1, 1) data, full windows: falls like 1/sqrt(C/g) (random-walk rounding against a
+  //    sum|x*w| that grows like C/g): m2 6 -> 1.4, m4 280 -> 24, m6 300 -> 39 for C/g 1 -> 256;
+  //  - non-negative x and w (no cancellation): grows like sqrt(C/g) as any fp32 sum does:
+  //    m2 80, m4 270, m6 790 at C/g = 2048;
+  //  - windows cut by padding: an output whose window holds r < 9 pixels per channel shares its
+  //    tile with up to alpha^2 pixels; worst seen about (9/r)^1.5 times the full-window error
+  //    (pad 1 corners r = 4, pad 2 corners r = 1).
+  // Bound = u * (9/r_min)^1.5 * (a / sqrt(C/g) + b + c * sqrt(C/g)), r_min the smallest window in
+  // pixels per channel, with (a, b, c) about 3x above the worst measured: m2 (20, 8, 6),
+  // m4 (900, 90, 20), m6 (1000, 150, 50). For VGG/ResNet layers (pad 1, C/g = 64..512) that is
+  // m2 0.5x, m4 2-3x and m6 about 6x exact_order_error_bound().
   double error_bound(const ConvProblem& p, const std::string& config) const override {
     const double u = std::ldexp(1.0, -24);
-    const double n = static_cast<double>(p.Cg());
+    const double n = std::sqrt(static_cast<double>(p.Cg()));
+    const double window = static_cast<double>(min_window(p.H, p.pad_top, p.OH()) *
+                                              min_window(p.W, p.pad_left, p.OW()));
+    const double s = std::pow(9.0 / window, 1.5);
     switch (winograd::parse_config(config)) {
       case 2:
-        return 4 * u * (8 + 4 * std::sqrt(n));
+        return u * s * (20 / n + 8 + 6 * n);
       case 4:
-        return 4 * u * (40 + 20 * std::sqrt(n));
+        return u * s * (900 / n + 90 + 20 * n);
       default:
-        return 4 * u * (100 + 50 * std::sqrt(n));
+        return u * s * (1000 / n + 150 + 50 * n);
     }
   }
 
@@ -137,8 +202,8 @@ class Winograd final : public Algorithm {
     return static_cast<size_t>(geometry(p, config).u_floats) * sizeof(float);
   }
 
-  void pack_weights(const ConvProblem& p, const std::string& config, const float* w,
-                    void* packed, int threads) const override {
+  void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
+                    int threads) const override {
     const winograd::Geometry g = geometry(p, config);
     if (!w) throw Error("w: null tensor");
     if (!packed) throw Error("packed: null buffer");
@@ -152,6 +217,16 @@ class Winograd final : public Algorithm {
     if (m == 0)
       throw Error("config: cpu.winograd has \"m2\", \"m4\", \"m6\", got \"" + config + "\"");
     return winograd::make_geometry(p, m);
+  }
+  // The fewest image rows (or columns) any output's 3-tap window covers along one axis.
+  static int64_t min_window(int64_t size, int64_t pad_begin, int64_t out) {
+    int64_t fewest = 3;
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t lo = std::max<int64_t>(o - pad_begin, 0);
+      const int64_t hi = std::min<int64_t>(o - pad_begin + 2, size - 1);
+      if (hi >= lo) fewest = std::min(fewest, hi - lo + 1);
+    }
+    return fewest;
   }
   static void require_avx2() {
     if (cpu_isa() == CpuIsa::scalar)

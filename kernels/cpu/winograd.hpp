@@ -17,9 +17,9 @@ inline constexpr int64_t kVec = 8;
 
 /// How one problem is cut into Winograd tiles for F(m x m, 3 x 3).
 struct Geometry {
-  int m = 0;          ///< output tile size (2, 4 or 6)
-  int alpha = 0;      ///< input tile size m + 2
-  int points = 0;     ///< transform points alpha^2 = number of GEMMs per group
+  int m = 0;       ///< output tile size (2, 4 or 6)
+  int alpha = 0;   ///< input tile size m + 2
+  int points = 0;  ///< transform points alpha^2 = number of GEMMs per group
   int64_t OH = 0, OW = 0;
   /// The tiled "core": output rows [row_lo, row_end) and columns [col_lo, col_end) whose 3x3
   /// window touches the image. Outputs outside it see only padding and are exactly the bias.
@@ -30,10 +30,46 @@ struct Geometry {
   int64_t Kp = 0;          ///< Kg rounded up to kVec (rows of U and M)
   int64_t chunk = 0;       ///< tiles transformed, multiplied and inverse-transformed per pass
   int64_t chunk_pad = 0;   ///< chunk rounded up to kVec (row length of V)
-  int64_t u_floats = 0;    ///< transformed weights, all groups
-  int64_t v_floats = 0;    ///< transformed input of one chunk
-  int64_t m_floats = 0;    ///< GEMM output of one chunk
+  /// Strides in floats, each rounded up to an odd number of 64-byte lines so that the alpha^2
+  /// vectors a transform reads or writes for one tile fall into different cache sets (a
+  /// power-of-two stride would put them all into one set):
+  int64_t u_pstride = 0;  ///< U, point to point: K/g rounded up to 8, times C/g
+  int64_t v_pstride = 0;  ///< V, point to point: C/g rows of chunk_pad tiles
+  int64_t m_kstride = 0;  ///< M, point to point within one tile: Kp
+  int64_t u_floats = 0;   ///< transformed weights, all groups: groups * points * u_pstride
+  int64_t v_floats = 0;   ///< transformed input of one pass: points * v_pstride
+  int64_t m_floats = 0;   ///< GEMM output of one pass: chunk * points * m_kstride
 };
+
+/// Rounds a float count up to an odd number of 64-byte lines (see Geometry's strides).
+inline int64_t odd_lines(int64_t floats) {
+  return ((floats + 15) / 16 | 1) * 16;
+}
+
+/// How forward_avx2 spreads one group's tiles over the threads.
+struct Schedule {
+  /// true: every thread runs whole passes of `sub` tiles (transform, GEMM, inverse transform) on
+  /// its own slice of V and M, which then stay in its L2, reading U once per pass; false: all
+  /// threads share each pass of g.chunk tiles phase by phase (GEMMs split by point), which reads
+  /// U fewest times.
+  bool per_thread = false;
+  int64_t sub = 0;            ///< tiles per per-thread pass
+  int64_t sub_pad = 0;        ///< V row length of a per-thread pass (sub rounded up to 8)
+  int64_t sub_v_pstride = 0;  ///< V point stride of a per-thread pass
+  /// GEMMs with the AVX-512 microkernel (32 channels x 12 tiles) instead of AVX2's 16 x 6.
+  bool avx512 = false;
+};
+
+/// The schedule for `threads` threads: per-thread passes when their extra reads of U cost less
+/// than the shared passes' traffic of V and M through the last-level cache; AVX-512 GEMMs when
+/// `avx512` (the CPU has it).
+Schedule make_schedule(const Geometry& g, int threads, bool avx512);
+
+/// M[t][kb0 .. kb0 + kw) = U[kb0 ..][c] V[c][t] for nt tiles, kw in {8, 16, 24, 32}: `u` is U's
+/// block at kb0 (the next 16-channel block follows at u + 16 * C), V rows `ldv` apart, M rows
+/// `ldo` apart. AVX-512 (F) only; winograd_avx512.cpp.
+void gemm_avx512(int64_t C, const float* u, int64_t kw, const float* v, int64_t ldv, float* out,
+                 int64_t ldo, int64_t nt);
 
 /// Parses "m2" / "m4" / "m6"; returns 0 for anything else.
 int parse_config(const std::string& config);
@@ -47,8 +83,9 @@ void transform_weights_avx2(const ConvProblem& p, const Geometry& g, const float
                             int threads);
 
 /// y = Winograd convolution of x with transformed weights `u`, plus bias (may be null).
-/// `v` and `mbuf` hold g.v_floats and g.m_floats floats. AVX2+FMA only.
-void forward_avx2(const ConvProblem& p, const Geometry& g, const float* x, const float* u,
-                  const float* bias, float* y, float* v, float* mbuf, int threads);
+/// `v` and `mbuf` hold g.v_floats and g.m_floats floats; `s` from make_schedule(g, threads).
+/// AVX2+FMA only.
+void forward_avx2(const ConvProblem& p, const Geometry& g, const Schedule& s, const float* x,
+                  const float* u, const float* bias, float* y, float* v, float* mbuf, int threads);
 
 }  // namespace conv::kernels::winograd

@@ -1,39 +1,47 @@
 // cpu.winograd compute, AVX2 + FMA: Winograd minimal filtering F(m x m, 3 x 3), m = 2, 4, 6
-// (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016; the batched
-// per-point GEMM formulation and 8x8-tile F(6x6,3x3) follow NNPACK; transforms and points in
-// winograd_transforms.hpp).
+// (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016; the per-point
+// batched GEMM and the 8x8-tile F(6x6,3x3) follow NNPACK; transforms and interpolation points in
+// winograd_transforms.hpp; the GEMM for AVX-512 CPUs in winograd_avx512.cpp).
 //
 // Per group g, with alpha = m + 2 and P = alpha^2 transform points:
 //   1. weight transform  U[p][k][c] = (G w[k][c] G^T)[p]          (skipped with packed weights)
-//   2. input transform   V[p][c][t] = (B^T d[c][t] B)[p]           for the tiles t of one chunk
-//   3. P GEMMs           M[p][t][k] = sum_c U[p][k][c] V[p][c][t]
-//   4. output transform  y[k][tile t] = A^T M[.][t][k] A + bias[k]
-// Tiles are m x m output blocks, numbered t = (n * TH + th) * TW + tw over the whole batch with
-// TH = ceil(OH/m), TW = ceil(OW/m); a tile reads the alpha x alpha input patch whose top-left is
-// (th*m - pad_top, tw*m - pad_left). Reads outside the image are zeros (any padding, also 0 and
-// asymmetric); outputs outside OH x OW of the bottom/right partial tiles are computed and dropped.
+//   2. input transform   V[p][c][t] = (B^T d[c][t] B)[p]           for the tiles t of one pass
+//   3. P GEMMs           M[t][p][k] = sum_c U[p][k][c] V[p][c][t]
+//   4. output transform  y[k][tile t] = A^T M[t][.][k] A + bias[k]
+// Tiles are m x m output blocks, numbered t = (n * TH + th) * TW + tw over the whole batch. They
+// cover the output "core" whose 3x3 windows touch the image (all of it unless a padding is 3 or
+// more; outside it y is the bias). A tile reads the alpha x alpha input patch at its output
+// position minus (pad_top, pad_left); reads outside the image are zeros (any padding, also 0 and
+// asymmetric); outputs of the bottom/right partial tiles beyond the core are computed and dropped.
 //
-// Layouts (floats; Kp = K/g rounded up to 8, padded rows of U are zero):
-//   U  [g][p][K-block][c][kw]  K-blocks of kw = 16 output channels (the last one 8 when Kp % 16
-//      == 8): the GEMM's A operand, stored so one register block of 16 channels is contiguous
-//      per c.                                    size groups * P * Kp * C/g
-//   V  [p][c][chunk_pad]       one chunk of tiles, tiles contiguous (chunk_pad = chunk rounded
-//      up to 8; the input transform writes 8 tiles per vector).   size P * C/g * chunk_pad
-//   M  [p][t][Kp]              GEMM output, 16 channels per vector pair, so the output transform
-//      reads 8 channels of one tile per vector.                    size P * chunk * Kp
-// Workspace = 4 * (U + V + M) bytes (U unused when packed weights are given); the chunk (tiles per
-// pass) is chosen so that V + M stay near 3 MiB (make_geometry in winograd.cpp).
+// Layouts (floats; Kp = K/g rounded up to 8; each stride marked * is rounded up to an odd number
+// of 64-byte lines, so the P rows one tile touches do not collide in one cache set):
+//   U  [g][p]*[K-block][c][kw]  K-blocks of kw = 16 channels (the last one 8 when Kp % 16 == 8),
+//      so one GEMM register block of channels is contiguous per c; rows of K beyond K/g are
+//      zero.                                       size groups * P * (Kp * C/g)*
+//   V  [p]*[c][ld]              one pass of tiles, tiles contiguous (ld = pass rounded up to 8:
+//      the input transform writes 8 tiles per vector).   size P * (C/g * ld)*
+//   M  [t][p][Kp*]              GEMM output; the output transform reads 8 channels of one tile
+//      per vector, and one tile's P rows are adjacent.   size tiles_per_pass * P * Kp*
+// Workspace = 4 * (U + V + M) bytes for a pass of g.chunk tiles (U unused with packed weights);
+// g.chunk keeps V + M near 12 MiB (make_geometry, winograd.cpp).
 //
-// Register blocking: the GEMM microkernel holds a 16 (channels, two vectors of U) x 6 (tiles,
-// broadcast from V) block of M in 12 ymm accumulators; tail blocks use 8 channels / fewer tiles.
-// The transforms work on 8 lanes at once: 8 tiles (input, via an 8x8 transpose of the tiles'
-// rows) or 8 output channels (output, transposed back to rows before storing).
+// Schedules (make_schedule): with few channels, each thread runs whole passes of a few dozen
+// tiles (transform, GEMMs, inverse transform) in its own slice of V and M, which stay in its L2;
+// with many channels, where U is large and tiles few, all threads share each pass phase by phase
+// (GEMMs split by point and channel block) so that U is read as few times as possible.
+//
+// Register blocking: the AVX2 GEMM microkernel holds a 16 (channels, two vectors of U) x 6 (tiles,
+// broadcast from V) block of M in 12 ymm accumulators (the AVX-512 one 32 x 12 in 24 zmm). The
+// transforms work on 8 lanes at once: 8 tiles (input, via an 8x8 transpose of the tiles' rows)
+// or 8 output channels (output, transposed back to rows before storing).
 //
 // Cost per group: GEMM 2 * P * Kp * C/g * tiles flops (direct convolution needs
 // 2 * 9 * m^2 * K/g * C/g * tiles: 2.25x, 4x, 5.06x more for m = 2, 4, 6); input transform
 // O(P * alpha * C/g * tiles), output transform O(P * m * K/g * tiles), weight transform
 // O(P * K/g * C/g).
 #include <immintrin.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -107,95 +115,126 @@ inline void store_row(float* dst, __m256 v) {
   }
 }
 
-struct TileOrigin {
-  int64_t n, row, col;  // image, and top-left of the tile in output coordinates
+// Walks tiles in order without a division per tile.
+struct TileCursor {
+  int64_t n = 0, th = 0, tw = 0;
+  TileCursor(const Geometry& g, int64_t t) {
+    const int64_t per_image = g.TH * g.TW, r = t % per_image;
+    n = t / per_image, th = r / g.TW, tw = r % g.TW;
+  }
+  void next(const Geometry& g) {
+    if (++tw < g.TW) return;
+    tw = 0;
+    if (++th < g.TH) return;
+    th = 0;
+    ++n;
+  }
+  int64_t row(const Geometry& g) const { return g.row_lo + th * g.m; }  // output coordinates
+  int64_t col(const Geometry& g) const { return g.col_lo + tw * g.m; }
 };
-
-inline TileOrigin tile_origin(const Geometry& g, int64_t t, int m) {
-  const int64_t per_image = g.TH * g.TW;
-  const int64_t n = t / per_image, r = t % per_image;
-  return {n, g.row_lo + r / g.TW * m, g.col_lo + r % g.TW * m};
-}
 
 // --- weight transform -------------------------------------------------------------------------
 
-// U for channel c and output channels k0 .. k0+7 (zero beyond Kg) of one group.
+// U for input channel c and one block of kw (16 or 8) output channels from kb0, zero beyond Kg:
+// for every point, kw contiguous floats (one cache line for kw = 16).
 template <int M>
-void weight_group(const Geometry& g, const float* wg, int64_t k0, int64_t c, float* ug) {
+void weight_block(const Geometry& g, const float* wg, int64_t kb0, int64_t c, float* ug) {
   constexpr int A = M + 2;
-  alignas(32) float taps[9][8];
-  for (int q = 0; q < 8; ++q) {
-    const int64_t k = k0 + q;
-    for (int rs = 0; rs < 9; ++rs) taps[rs][q] = k < g.Kg ? wg[(k * g.Cg + c) * 9 + rs] : 0.0f;
-  }
-  // Columns first: t[i][s] = sum_r G[i][r] w[r][s]; then rows: U[i][j] = sum_s t[i][s] G[j][s].
-  __m256 t[A][3];
-  for (int s = 0; s < 3; ++s) {
-    const __m256 col[3] = {_mm256_load_ps(taps[s]), _mm256_load_ps(taps[3 + s]),
-                           _mm256_load_ps(taps[6 + s])};
-    __m256 out[A];
-    weight_1d<M>(col, out);
-    for (int i = 0; i < A; ++i) t[i][s] = out[i];
-  }
-  const int64_t kb0 = k0 / kBlockK * kBlockK;
   const int64_t kw = std::min<int64_t>(kBlockK, g.Kp - kb0);
-  float* dst = ug + kb0 * g.Cg + c * kw + (k0 - kb0);
-  const int64_t pstride = g.Kp * g.Cg;
-  for (int i = 0; i < A; ++i) {
-    __m256 out[A];
-    weight_1d<M>(t[i], out);
-    for (int j = 0; j < A; ++j) _mm256_storeu_ps(dst + (i * A + j) * pstride, out[j]);
+  float* dst = ug + kb0 * g.Cg + c * kw;
+  for (int64_t half = 0; half < kw; half += kVec) {
+    alignas(32) float taps[9][8];
+    for (int q = 0; q < 8; ++q) {
+      const int64_t k = kb0 + half + q;
+      for (int rs = 0; rs < 9; ++rs) taps[rs][q] = k < g.Kg ? wg[(k * g.Cg + c) * 9 + rs] : 0.0f;
+    }
+    // Columns first: t[i][s] = sum_r G[i][r] w[r][s]; then rows: U[i][j] = sum_s t[i][s] G[j][s].
+    __m256 t[A][3];
+    for (int s = 0; s < 3; ++s) {
+      const __m256 col[3] = {_mm256_load_ps(taps[s]), _mm256_load_ps(taps[3 + s]),
+                             _mm256_load_ps(taps[6 + s])};
+      __m256 out[A];
+      weight_1d<M>(col, out);
+      for (int i = 0; i < A; ++i) t[i][s] = out[i];
+    }
+    for (int i = 0; i < A; ++i) {
+      __m256 out[A];
+      weight_1d<M>(t[i], out);
+      for (int j = 0; j < A; ++j) _mm256_storeu_ps(dst + (i * A + j) * g.u_pstride + half, out[j]);
+    }
   }
 }
 
 template <int M>
 void transform_weights_impl(const ConvProblem& p, const Geometry& g, const float* w, float* u,
                             int threads) {
-  const int64_t P = g.points, kgroups = g.Kp / kVec;
+  const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK;
+  // c innermost: each point's U rows are then written front to back.
 #pragma omp parallel for collapse(3) schedule(static) num_threads(threads)
   for (int64_t grp = 0; grp < p.groups; ++grp)
-    for (int64_t kg = 0; kg < kgroups; ++kg)
+    for (int64_t kb = 0; kb < kblocks; ++kb)
       for (int64_t c = 0; c < g.Cg; ++c)
-        weight_group<M>(g, w + grp * g.Kg * g.Cg * 9, kg * kVec, c, u + grp * P * g.Kp * g.Cg);
+        weight_block<M>(g, w + grp * g.Kg * g.Cg * 9, kb * kBlockK, c,
+                        u + grp * g.points * g.u_pstride);
 }
 
 // --- input transform --------------------------------------------------------------------------
 
-// V for channel c of `count` (<= 8) consecutive tiles starting at tile t_begin. `xc` is channel c
-// of image 0 of this group; `dst` is V[0][c][first tile's column], `pstride` = V's point stride.
-template <int M>
-void input_group(const ConvProblem& p, const Geometry& g, const float* xc, int64_t t_begin,
-                 int count, float* dst, int64_t pstride) {
-  constexpr int A = M + 2;
-  const int64_t H = p.H, W = p.W, image = p.C * H * W;
-  const float* base[8];
-  int64_t row0[8], col0[8];
-  bool inside[8];  // all A columns inside the image
-  for (int q = 0; q < count; ++q) {
-    const TileOrigin o = tile_origin(g, t_begin + q, M);
-    base[q] = xc + o.n * image;
-    row0[q] = o.row - p.pad_top;
-    col0[q] = o.col - p.pad_left;
-    inside[q] = col0[q] >= 0 && col0[q] + A <= W;
+// Up to 8 consecutive tiles whose input patches one vector lane each holds.
+struct TileGroup {
+  int count = 0;
+  int64_t image[8];  // offset of the tile's image in x
+  int64_t row0[8];   // top input row of the patch (may be negative: padding)
+  int64_t col0[8];   // left input column of the patch
+  bool inside[8];    // all alpha columns inside the image: one plain load per row
+};
+
+TileGroup tile_group(const ConvProblem& p, const Geometry& g, TileCursor& cur, int count) {
+  TileGroup tg;
+  tg.count = count;
+  const int A = g.alpha;
+  for (int q = 0; q < count; ++q, cur.next(g)) {
+    tg.image[q] = cur.n * p.C * p.H * p.W;
+    tg.row0[q] = cur.row(g) - p.pad_top;
+    tg.col0[q] = cur.col(g) - p.pad_left;
+    tg.inside[q] = tg.col0[q] >= 0 && tg.col0[q] + A <= p.W;
   }
+  return tg;
+}
+
+// V[.][c][8 tiles] = B^T d B for channel c of the group's tiles. `xc` is channel c of image 0 of
+// this group, `dst` V's column of the first tile in row c of point 0, `pstride` V's point stride.
+// `prefetch` is a later channel's offset from xc (0 = none).
+template <int M>
+void input_channel(const ConvProblem& p, const TileGroup& tg, const float* xc, int64_t prefetch,
+                   float* dst, int64_t pstride) {
+  constexpr int A = M + 2;
+  const int64_t H = p.H, W = p.W;
   // h[i][j]: row i of every tile after the horizontal transform, one vector = 8 tiles.
   alignas(32) float h[A][A][8];
   for (int i = 0; i < A; ++i) {
     __m256 r[8];
     for (int q = 0; q < 8; ++q) {
-      const int64_t row = q < count ? row0[q] + i : -1;
+      const int64_t row = q < tg.count ? tg.row0[q] + i : -1;
       if (row < 0 || row >= H) {
         r[q] = _mm256_setzero_ps();
-      } else if (inside[q]) {
-        r[q] = load_row<A>(base[q] + row * W + col0[q]);
+        continue;
+      }
+      const float* src = xc + tg.image[q] + row * W;
+      if (prefetch)
+        _mm_prefetch(reinterpret_cast<const char*>(src + prefetch + tg.col0[q] + 4), _MM_HINT_T0);
+      if (tg.inside[q]) {
+        r[q] = load_row<A>(src + tg.col0[q]);
       } else {
-        alignas(32) float tmp[8] = {};
-        const float* src = base[q] + row * W;
-        for (int j = 0; j < A; ++j) {
-          const int64_t col = col0[q] + j;
-          if (col >= 0 && col < W) tmp[j] = src[col];
+        // Edge tile: lanes assembled in registers. Both obvious alternatives are slow here: a
+        // scalar copy through a stack buffer stalls on store-to-load forwarding, and
+        // vmaskmovps with lanes outside the row takes a microcode assist on AMD CPUs.
+        float e[8];
+        for (int j = 0; j < 8; ++j) {
+          const int64_t col = tg.col0[q] + j;
+          e[j] = j < A && col >= 0 && col < W ? src[col] : 0.0f;
         }
-        r[q] = _mm256_load_ps(tmp);
+        r[q] = _mm256_setr_ps(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
       }
     }
     transpose8(r);
@@ -211,13 +250,36 @@ void input_group(const ConvProblem& p, const Geometry& g, const float* xc, int64
   }
 }
 
+// V for the tile groups [tg0, tg1) (8 tiles each) of a pass starting at tile `first`, and the
+// channels [c0, c1). V is [point][c][ld] with point stride `pstride`. Channels are the outer loop
+// over batches of groups, so that x is read row by row along a band of the image and V row by
+// row, both in streams the hardware prefetchers follow.
+template <int M>
+void input_tiles(const ConvProblem& p, const Geometry& g, const float* xg, int64_t first,
+                 int64_t nt, int64_t tg0, int64_t tg1, int64_t c0, int64_t c1, float* v, int64_t ld,
+                 int64_t pstride) {
+  constexpr int64_t kBatch = 16;
+  const int64_t HW = p.H * p.W;
+  TileGroup groups[kBatch];
+  TileCursor cur(g, first + tg0 * kVec);
+  for (int64_t b0 = tg0; b0 < tg1; b0 += kBatch) {
+    const int64_t b1 = std::min(tg1, b0 + kBatch);
+    for (int64_t tg = b0; tg < b1; ++tg)
+      groups[tg - b0] = tile_group(p, g, cur, static_cast<int>(std::min(kVec, nt - tg * kVec)));
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t tg = b0; tg < b1; ++tg)
+        input_channel<M>(p, groups[tg - b0], xg + c * HW, c + 1 < c1 ? HW : 0,
+                         v + c * ld + tg * kVec, pstride);
+  }
+}
+
 // --- GEMM -------------------------------------------------------------------------------------
 
 // out[j][0 .. 8*MV) = sum_c u[c][0 .. 8*MV) * v[c][j] for the NR tiles j: an (8*MV) x NR block of
 // M held in registers for the whole reduction over c.
 template <int NR, int MV>
-inline void gemm_block(int64_t C, const float* __restrict u, const float* __restrict v,
-                       int64_t ldv, float* __restrict out, int64_t ldo) {
+inline void gemm_block(int64_t C, const float* __restrict u, const float* __restrict v, int64_t ldv,
+                       float* __restrict out, int64_t ldo) {
   __m256 acc[NR][MV];
 #pragma GCC unroll 8
   for (int j = 0; j < NR; ++j)
@@ -268,13 +330,33 @@ void gemm_panel(int64_t C, const float* u, const float* v, int64_t ldv, float* o
   }
 }
 
+// Output channels per GEMM job: one AVX2 block of 16, or two blocks for the AVX-512 kernel.
+int64_t job_channels(const Schedule& s) {
+  return s.avx512 ? 2 * kBlockK : kBlockK;
+}
+
+// M[t][pt][kj * job_channels ..] for the nt tiles of a pass: one point, one job's channels.
+void gemm_job(const Geometry& g, const Schedule& s, const float* ug, const float* v, int64_t ld,
+              int64_t v_pstride, float* mbuf, int64_t nt, int64_t pt, int64_t kj) {
+  const int64_t kb0 = kj * job_channels(s);
+  const float* up = ug + pt * g.u_pstride + kb0 * g.Cg;
+  float* mp = mbuf + pt * g.m_kstride + kb0;
+  const int64_t ldo = g.points * g.m_kstride;
+  if (s.avx512)
+    gemm_avx512(g.Cg, up, std::min(2 * kBlockK, g.Kp - kb0), v + pt * v_pstride, ld, mp, ldo, nt);
+  else if (g.Kp - kb0 >= kBlockK)
+    gemm_panel<2>(g.Cg, up, v + pt * v_pstride, ld, mp, ldo, nt);
+  else
+    gemm_panel<1>(g.Cg, up, v + pt * v_pstride, ld, mp, ldo, nt);
+}
+
 // --- output transform -------------------------------------------------------------------------
 
-// y for tile t and output channels k0 .. k0+7 (those below Kg) of one group. `mt` is M[0][t][k0],
-// `pstride` M's point stride, `yg` channel 0 of image 0 of this group.
+// y for one tile and output channels k0 .. k0+7 (those below Kg) of one group. `mt` is the tile's
+// M at channel k0 (point stride g.m_kstride); `y0` is the tile's top-left output of channel k0.
 template <int M>
-void output_tile(const ConvProblem& p, const Geometry& g, const float* mt, int64_t pstride,
-                 int64_t t, int64_t k0, const float* bias_g, float* yg) {
+void output_tile(const Geometry& g, const float* mt, int rows, int cols, int64_t k0,
+                 const float* bias_g, float* y0) {
   constexpr int A = M + 2;
   const int kcount = static_cast<int>(std::min<int64_t>(kVec, g.Kg - k0));
   __m256 bias = _mm256_setzero_ps();
@@ -286,28 +368,27 @@ void output_tile(const ConvProblem& p, const Geometry& g, const float* mt, int64
   alignas(32) float h[A][M][8];  // rows of the tile after the horizontal transform
   for (int i = 0; i < A; ++i) {
     __m256 s[A], out[M];
-    for (int j = 0; j < A; ++j) s[j] = _mm256_loadu_ps(mt + (i * A + j) * pstride);
+    for (int j = 0; j < A; ++j) s[j] = _mm256_loadu_ps(mt + (i * A + j) * g.m_kstride);
     output_1d<M>(s, out);
     for (int j = 0; j < M; ++j) _mm256_store_ps(h[i][j], out[j]);
   }
-  __m256 o[M][8];  // o[row][col], one vector = 8 channels; columns M..7 stay zero
+  __m256 o[M][8];  // o[row][col], one vector = 8 channels; columns M..7 are zero
   for (int j = 0; j < M; ++j) {
     __m256 col[A], out[M];
     for (int i = 0; i < A; ++i) col[i] = _mm256_load_ps(h[i][j]);
     output_1d<M>(col, out);
     for (int i = 0; i < M; ++i) o[i][j] = _mm256_add_ps(out[i], bias);
   }
-  const TileOrigin org = tile_origin(g, t, M);
   const int64_t OHW = g.OH * g.OW;
-  const int rows = static_cast<int>(std::min<int64_t>(M, g.row_end - org.row));
-  const int cols = static_cast<int>(std::min<int64_t>(M, g.col_end - org.col));
-  float* y0 = yg + (org.n * p.K + k0) * OHW + org.row * g.OW + org.col;
   for (int i = 0; i < rows; ++i) {
     for (int j = M; j < 8; ++j) o[i][j] = _mm256_setzero_ps();
     transpose8(o[i]);  // now o[i][q] = row i of channel k0 + q
     for (int q = 0; q < kcount; ++q) {
       float* dst = y0 + q * OHW + i * g.OW;
       if (cols == M) {
+        // The next line of this row, which the tiles to the right write next: requesting it
+        // now keeps the stores from waiting for their read-for-ownership.
+        _mm_prefetch(reinterpret_cast<const char*>(dst + 16), _MM_HINT_T0);
         store_row<M>(dst, o[i][q]);
       } else {
         alignas(32) float tmp[8];
@@ -318,44 +399,97 @@ void output_tile(const ConvProblem& p, const Geometry& g, const float* mt, int64
   }
 }
 
+// y for the tiles [first + tl0, first + tl1) of a pass whose M starts at `mbuf`.
+template <int M>
+void output_tiles(const ConvProblem& p, const Geometry& g, const float* mbuf, int64_t first,
+                  int64_t tl0, int64_t tl1, const float* bias_g, float* yg) {
+  const int64_t OHW = g.OH * g.OW, tstride = g.points * g.m_kstride;
+  TileCursor cur(g, first + tl0);
+  for (int64_t tl = tl0; tl < tl1; ++tl, cur.next(g)) {
+    const int64_t row = cur.row(g), col = cur.col(g);
+    const int rows = static_cast<int>(std::min<int64_t>(M, g.row_end - row));
+    const int cols = static_cast<int>(std::min<int64_t>(M, g.col_end - col));
+    float* y0 = yg + cur.n * p.K * OHW + row * g.OW + col;
+    for (int64_t k0 = 0; k0 < g.Kg; k0 += kVec)
+      output_tile<M>(g, mbuf + tl * tstride + k0, rows, cols, k0, bias_g, y0 + k0 * OHW);
+  }
+}
+
 // --- driver -----------------------------------------------------------------------------------
 
+// Outputs outside the tiled core (padding of 3 or more) see only zeros: they are the bias.
+void fill_outside_core(const ConvProblem& p, const Geometry& g, int64_t plane, const float* bias,
+                       float* y) {
+  const float b = bias ? bias[plane % p.K] : 0.0f;
+  float* out = y + plane * g.OH * g.OW;
+  for (int64_t r = 0; r < g.OH; ++r) {
+    float* row = out + r * g.OW;
+    if (r < g.row_lo || r >= g.row_end) {
+      std::fill(row, row + g.OW, b);
+    } else {
+      std::fill(row, row + g.col_lo, b);
+      std::fill(row + g.col_end, row + g.OW, b);
+    }
+  }
+}
+
 template <int M>
-void forward_impl(const ConvProblem& p, const Geometry& g, const float* x, const float* u,
-                  const float* bias, float* y, float* v, float* mbuf, int threads) {
+void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, const float* x,
+                  const float* u, const float* bias, float* y, float* v, float* mbuf, int threads) {
   const int64_t P = g.points, HW = p.H * p.W, OHW = g.OH * g.OW;
-  const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK, kgroups = (g.Kg + kVec - 1) / kVec;
-  const int64_t v_pstride = g.Cg * g.chunk_pad, m_pstride = g.chunk * g.Kp;
+  const int64_t kjobs = (g.Kp + job_channels(s) - 1) / job_channels(s);
+  const bool whole = g.row_lo == 0 && g.row_end == g.OH && g.col_lo == 0 && g.col_end == g.OW;
+  // Shared passes split the input transform into blocks of channels and the output transform
+  // into blocks of tiles, so that small passes still give every thread work.
+  constexpr int64_t kChannelBlock = 16, kGroupBlock = 16, kTileBlock = 4;
 #pragma omp parallel num_threads(threads)
-  for (int64_t grp = 0; grp < p.groups; ++grp) {
-    const float* xg = x + grp * g.Cg * HW;
-    const float* ug = u + grp * P * g.Kp * g.Cg;
-    const float* bias_g = bias ? bias + grp * g.Kg : nullptr;
-    float* yg = y + grp * g.Kg * OHW;
-    for (int64_t t0 = 0; t0 < g.tiles; t0 += g.chunk) {
-      const int64_t nt = std::min(g.chunk, g.tiles - t0), tgroups = (nt + kVec - 1) / kVec;
-#pragma omp for collapse(2) schedule(static)
-      for (int64_t c = 0; c < g.Cg; ++c)
-        for (int64_t tg = 0; tg < tgroups; ++tg)
-          input_group<M>(p, g, xg + c * HW, t0 + tg * kVec,
-                         static_cast<int>(std::min(kVec, nt - tg * kVec)),
-                         v + c * g.chunk_pad + tg * kVec, v_pstride);
-#pragma omp for collapse(2) schedule(dynamic)
-      for (int64_t pt = 0; pt < P; ++pt)
-        for (int64_t kb = 0; kb < kblocks; ++kb) {
-          const int64_t kb0 = kb * kBlockK;
-          const float* up = ug + pt * g.Kp * g.Cg + kb0 * g.Cg;
-          float* mp = mbuf + pt * m_pstride + kb0;
-          if (g.Kp - kb0 >= kBlockK)
-            gemm_panel<2>(g.Cg, up, v + pt * v_pstride, g.chunk_pad, mp, g.Kp, nt);
-          else
-            gemm_panel<1>(g.Cg, up, v + pt * v_pstride, g.chunk_pad, mp, g.Kp, nt);
+  {
+    if (!whole) {
+#pragma omp for schedule(static) nowait
+      for (int64_t plane = 0; plane < p.N * p.K; ++plane) fill_outside_core(p, g, plane, bias, y);
+    }
+    for (int64_t grp = 0; grp < p.groups; ++grp) {
+      const float* xg = x + grp * g.Cg * HW;
+      const float* ug = u + grp * P * g.u_pstride;
+      const float* bias_g = bias ? bias + grp * g.Kg : nullptr;
+      float* yg = y + grp * g.Kg * OHW;
+      if (s.per_thread) {
+        // Thread i owns V slice i and tiles [i*sub, (i+1)*sub) of M.
+        const int me = omp_get_thread_num();
+        float* my_v = v + me * P * s.sub_v_pstride;
+        float* my_m = mbuf + me * s.sub * P * g.m_kstride;
+        const int64_t passes = (g.tiles + s.sub - 1) / s.sub;
+#pragma omp for schedule(dynamic)
+        for (int64_t pass = 0; pass < passes; ++pass) {
+          const int64_t first = pass * s.sub, nt = std::min(s.sub, g.tiles - first);
+          input_tiles<M>(p, g, xg, first, nt, 0, (nt + kVec - 1) / kVec, 0, g.Cg, my_v, s.sub_pad,
+                         s.sub_v_pstride);
+          for (int64_t pt = 0; pt < P; ++pt)
+            for (int64_t kj = 0; kj < kjobs; ++kj)
+              gemm_job(g, s, ug, my_v, s.sub_pad, s.sub_v_pstride, my_m, nt, pt, kj);
+          output_tiles<M>(p, g, my_m, first, 0, nt, bias_g, yg);
         }
+        continue;
+      }
+      for (int64_t first = 0; first < g.tiles; first += g.chunk) {
+        const int64_t nt = std::min(g.chunk, g.tiles - first);
+        const int64_t tgroups = (nt + kVec - 1) / kVec;
+        const int64_t cblocks = (g.Cg + kChannelBlock - 1) / kChannelBlock;
+        const int64_t gblocks = (tgroups + kGroupBlock - 1) / kGroupBlock;
 #pragma omp for collapse(2) schedule(static)
-      for (int64_t tl = 0; tl < nt; ++tl)
-        for (int64_t kg = 0; kg < kgroups; ++kg)
-          output_tile<M>(p, g, mbuf + tl * g.Kp + kg * kVec, m_pstride, t0 + tl, kg * kVec,
-                         bias_g, yg);
+        for (int64_t gb = 0; gb < gblocks; ++gb)
+          for (int64_t cb = 0; cb < cblocks; ++cb)
+            input_tiles<M>(p, g, xg, first, nt, gb * kGroupBlock,
+                           std::min(tgroups, (gb + 1) * kGroupBlock), cb * kChannelBlock,
+                           std::min(g.Cg, (cb + 1) * kChannelBlock), v, g.chunk_pad, g.v_pstride);
+#pragma omp for collapse(2) schedule(dynamic)
+        for (int64_t pt = 0; pt < P; ++pt)
+          for (int64_t kj = 0; kj < kjobs; ++kj)
+            gemm_job(g, s, ug, v, g.chunk_pad, g.v_pstride, mbuf, nt, pt, kj);
+#pragma omp for schedule(static)
+        for (int64_t tl = 0; tl < nt; tl += kTileBlock)
+          output_tiles<M>(p, g, mbuf, first, tl, std::min(nt, tl + kTileBlock), bias_g, yg);
+      }
     }
   }
 }
@@ -374,15 +508,15 @@ void transform_weights_avx2(const ConvProblem& p, const Geometry& g, const float
   }
 }
 
-void forward_avx2(const ConvProblem& p, const Geometry& g, const float* x, const float* u,
-                  const float* bias, float* y, float* v, float* mbuf, int threads) {
+void forward_avx2(const ConvProblem& p, const Geometry& g, const Schedule& s, const float* x,
+                  const float* u, const float* bias, float* y, float* v, float* mbuf, int threads) {
   switch (g.m) {
     case 2:
-      return forward_impl<2>(p, g, x, u, bias, y, v, mbuf, threads);
+      return forward_impl<2>(p, g, s, x, u, bias, y, v, mbuf, threads);
     case 4:
-      return forward_impl<4>(p, g, x, u, bias, y, v, mbuf, threads);
+      return forward_impl<4>(p, g, s, x, u, bias, y, v, mbuf, threads);
     default:
-      return forward_impl<6>(p, g, x, u, bias, y, v, mbuf, threads);
+      return forward_impl<6>(p, g, s, x, u, bias, y, v, mbuf, threads);
   }
 }
 

@@ -72,12 +72,14 @@ inline void input_1d(const T* d, T* o) {
     const T o1 = X::madd(d[3], -4.25, X::add(d[1], d[5]));  // d1 - 17/4 d3 + d5
     o[1] = X::add(e1, o1);
     o[2] = X::sub(e1, o1);
-    const T e2 = X::madd(d[2], 4.0, X::madd(d[4], -5.0, d[6]));              // 4 d2 - 5 d4 + d6
-    const T o2 = X::madd(d[1], 2.0, X::madd(d[3], -2.5, X::mul(d[5], 0.5)));  // 2 d1 - 5/2 d3 + d5/2
+    const T e2 = X::madd(d[2], 4.0, X::madd(d[4], -5.0, d[6]));  // 4 d2 - 5 d4 + d6
+    const T o2 =
+        X::madd(d[1], 2.0, X::madd(d[3], -2.5, X::mul(d[5], 0.5)));  // 2 d1 - 5/2 d3 + d5/2
     o[3] = X::add(e2, o2);
     o[4] = X::sub(e2, o2);
-    const T e3 = X::madd(d[2], 0.25, X::madd(d[4], -1.25, d[6]));            // d2/4 - 5/4 d4 + d6
-    const T o3 = X::madd(d[1], 0.5, X::madd(d[3], -2.5, X::mul(d[5], 2.0)));  // d1/2 - 5/2 d3 + 2 d5
+    const T e3 = X::madd(d[2], 0.25, X::madd(d[4], -1.25, d[6]));  // d2/4 - 5/4 d4 + d6
+    const T o3 =
+        X::madd(d[1], 0.5, X::madd(d[3], -2.5, X::mul(d[5], 2.0)));  // d1/2 - 5/2 d3 + 2 d5
     o[5] = X::add(e3, o3);
     o[6] = X::sub(e3, o3);
   }

@@ -18,7 +18,8 @@ namespace conv::gpu {
 
 inline void check(cudaError_t e, const char* expr, const char* file, int line) {
   if (e != cudaSuccess)
-    throw_failure(expr, file, line, std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e));
+    throw_failure(expr, file, line,
+                  std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e));
 }
 inline void check(cublasStatus_t s, const char* expr, const char* file, int line) {
   if (s != CUBLAS_STATUS_SUCCESS)

@@ -30,7 +30,8 @@ __global__ void __launch_bounds__(TH* TW)
     direct_kernel(DirectParams p, const float* __restrict__ x, const float* __restrict__ w,
                   const float* __restrict__ bias, float* __restrict__ y) {
   using B = DirectBlock<TH, TW, KPT>;
-  extern __shared__ float smem[];
+  extern __shared__ float4 smem4[];  // float4: 16-byte aligned for the float4 weight reads
+  float* smem = reinterpret_cast<float*>(smem4);
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TW + tx;
   const int64_t tiles = p.tiles_h * p.tiles_w, gks = p.s.groups * p.kblocks;
   // Grid-stride loops: any problem size fits the grid limits. Every loop bound is uniform across
@@ -68,8 +69,8 @@ void launch(const ConvProblem& prob, const ForwardArgs& a) {
                   static_cast<unsigned>(std::min<int64_t>(p.s.N, 65535)));
   const dim3 block(TW, TH);
   const size_t smem = static_cast<size_t>(p.plan.floats) * sizeof(float);
-  direct_kernel<TH, TW, KPT><<<grid, block, smem, static_cast<cudaStream_t>(a.stream)>>>(
-      p, a.x, a.w, a.bias, a.y);
+  direct_kernel<TH, TW, KPT>
+      <<<grid, block, smem, static_cast<cudaStream_t>(a.stream)>>>(p, a.x, a.w, a.bias, a.y);
   CONVTUNE_CUDA_CHECK_LAUNCH();
 }
 

@@ -30,6 +30,8 @@ struct DirectBlock {
   /// Shared memory per block, in floats.
   static constexpr int kBudget = 8192;
   static constexpr int kMaxChannels = 8;
+  /// Floats the weights may start after the input (rounded up to a multiple of 4).
+  static constexpr int kAlign = 4;
   static_assert(TH * TW + KPT <= kBudget, "one kernel tap of one channel must fit");
 
   /// Which outputs a block computes.
@@ -40,7 +42,8 @@ struct DirectBlock {
 
   /// One stage of the reduction: channels [c0, c0 + cb) of the group, kernel rows [r0, r0 + rt),
   /// kernel columns [s0, s0 + st). Shared memory holds the input first (cb x h.count x w.count),
-  /// then the weights (KPT x cb x rt x st).
+  /// then, from the next multiple of 4 floats (weights_offset), the weights as cb x rt x st x KPT:
+  /// the KPT weights one input value meets are adjacent, read as float4 on the GPU.
   struct Stage {
     Span h, w;
     int64_t c0, r0, s0;
@@ -55,7 +58,8 @@ struct DirectBlock {
     p.tiles_h = ceil_div(s.OH, TH);
     p.tiles_w = ceil_div(s.OW, TW);
     p.kblocks = ceil_div(s.Kg, KPT);
-    p.plan = plan_stage(p.h, p.w, TH, TW, KPT, s.Cg, kBudget, kMaxChannels);
+    p.plan = plan_stage(p.h, p.w, TH, TW, KPT, s.Cg, kBudget - kAlign, kMaxChannels);
+    p.plan.floats += kAlign;
     return p;
   }
 
@@ -83,6 +87,9 @@ struct DirectBlock {
     return st;
   }
 
+  /// Where the weights start after `nx` staged inputs: 16-byte aligned for float4 reads.
+  CT_HD static int weights_offset(int nx) { return (nx + kAlign - 1) / kAlign * kAlign; }
+
   /// Thread `tid`'s share of copying one stage into shared memory `smem` (the threads of a block
   /// together write every staged float: zero for padding and for output channels >= K/g).
   CT_HD static void load(const DirectParams& p, const Pos& b, const Stage& st, const float* x,
@@ -93,22 +100,27 @@ struct DirectBlock {
     for (int i = tid; i < nx; i += kThreads) {
       const int cc = i / plane, rem = i - cc * plane, hs = rem / wc, ws = rem - hs * wc;
       const int64_t ih = st.h.base + hs * st.h.in_step, iw = st.w.base + ws * st.w.in_step;
-      smem[i] = (ih >= 0 && ih < s.H && iw >= 0 && iw < s.W) ? xb[(cc * s.H + ih) * s.W + iw] : 0.0f;
+      smem[i] =
+          (ih >= 0 && ih < s.H && iw >= 0 && iw < s.W) ? xb[(cc * s.H + ih) * s.W + iw] : 0.0f;
     }
+    // Walked in global order (kernel column fastest) so that neighbouring threads read
+    // neighbouring weights; stored with the output channel fastest.
     const int taps = st.rt * st.st, wk = st.cb * taps, nw = KPT * wk;
-    float* sw = smem + nx;
+    float* sw = smem + weights_offset(nx);
     for (int i = tid; i < nw; i += kThreads) {
-      const int k = i / wk, rem = i - k * wk, cc = rem / taps, rs = rem - cc * taps;
+      const int k = i / wk, j = i - k * wk, cc = j / taps, rs = j - cc * taps;
       const int rr = rs / st.st, ss = rs - rr * st.st;
       const int64_t kk = b.k0 + k;
-      sw[i] = kk < s.Kg ? w[(((b.g * s.Kg + kk) * s.Cg + st.c0 + cc) * s.R + st.r0 + rr) * s.S +
-                            st.s0 + ss]
-                        : 0.0f;
+      sw[j * KPT + k] =
+          kk < s.Kg
+              ? w[(((b.g * s.Kg + kk) * s.Cg + st.c0 + cc) * s.R + st.r0 + rr) * s.S + st.s0 + ss]
+              : 0.0f;
     }
   }
 
   /// Bias (or zero) into the sums of output channels k0 .. k0 + KPT - 1.
-  CT_HD static void init(const DirectParams& p, const Pos& b, const float* bias, float (&acc)[KPT]) {
+  CT_HD static void init(const DirectParams& p, const Pos& b, const float* bias,
+                         float (&acc)[KPT]) {
 #ifdef __CUDACC__
 #pragma unroll
 #endif
@@ -120,19 +132,36 @@ struct DirectBlock {
   /// output still read staged slots inside the span (count covers the whole tile) and never store.
   CT_HD static void accumulate(const Stage& st, const float* smem, int ty, int tx,
                                float (&acc)[KPT]) {
-    const int wc = st.w.count, plane = st.h.count * wc, taps = st.rt * st.st, wk = st.cb * taps;
-    const float* sw = smem + st.cb * plane;
+    const int wc = st.w.count, plane = st.h.count * wc, taps = st.rt * st.st;
+    const float* sw = smem + weights_offset(st.cb * plane);
     const int row0 = ty * st.h.out_step, col0 = tx * st.w.out_step;
     for (int cc = 0; cc < st.cb; ++cc) {
       for (int rr = 0; rr < st.rt; ++rr) {
         const float* xr = smem + cc * plane + (row0 + rr * st.h.tap_step) * wc + col0;
-        const float* wr = sw + cc * taps + rr * st.st;
+        const float* wr = sw + (cc * taps + rr * st.st) * KPT;
         for (int ss = 0; ss < st.st; ++ss) {
           const float v = xr[ss * st.w.tap_step];
+          const float* wt = wr + ss * KPT;
+#ifdef __CUDA_ARCH__
+          if constexpr (KPT % 4 == 0) {
+            // One 16-byte shared load (a broadcast: every thread reads the same address) per four
+            // weights instead of four.
+#pragma unroll
+            for (int q = 0; q < KPT / 4; ++q) {
+              const float4 f = reinterpret_cast<const float4*>(wt)[q];
+              acc[4 * q] += v * f.x;
+              acc[4 * q + 1] += v * f.y;
+              acc[4 * q + 2] += v * f.z;
+              acc[4 * q + 3] += v * f.w;
+            }
+          } else
+#endif
+          {
 #ifdef __CUDACC__
 #pragma unroll
 #endif
-          for (int k = 0; k < KPT; ++k) acc[k] += v * wr[k * wk + ss];
+            for (int k = 0; k < KPT; ++k) acc[k] += v * wt[k];
+          }
         }
       }
     }

@@ -26,26 +26,47 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 65535 * 16;  // grid-stride loops cover the rest
 
+// I = int32_t where im2col_fits_int32(), else int64_t.
+template <class I>
 __global__ void im2col_kernel(gpu::ConvShape s, const float* __restrict__ x,
-                              float* __restrict__ col, int64_t total) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t src = gpu::im2col_source(s, i);
+                              float* __restrict__ col, I total) {
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I src = gpu::im2col_source<I>(s, i);
     col[i] = src >= 0 ? x[src] : 0.0f;
   }
 }
 
 // y[k][i] = bias[k] for one image (K x OHW).
-__global__ void fill_bias_kernel(const float* __restrict__ bias, float* __restrict__ y, int64_t ohw,
-                                 int64_t total) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+template <class I>
+__global__ void fill_bias_kernel(const float* __restrict__ bias, float* __restrict__ y, I ohw,
+                                 I total) {
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<I>(gridDim.x) * blockDim.x)
     y[i] = bias[i / ohw];
 }
 
 unsigned blocks_for(int64_t total) {
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min(gpu::ceil_div(total, kThreads),
-                                                             kMaxBlocks)));
+  return static_cast<unsigned>(
+      std::max<int64_t>(1, std::min(gpu::ceil_div(total, kThreads), kMaxBlocks)));
+}
+
+// Unrolls one image x into col (unless x is null: a 1x1 problem needs no im2col) and fills its
+// output y with the bias (unless bias is null).
+template <class I>
+void launch_im2col_bias(const gpu::ConvShape& s, const float* x, float* col, const float* bias,
+                        float* y, cudaStream_t stream) {
+  const int64_t ohw = s.OH * s.OW;
+  if (x) {
+    const int64_t total = s.C * s.R * s.S * ohw;
+    im2col_kernel<I><<<blocks_for(total), kThreads, 0, stream>>>(s, x, col, static_cast<I>(total));
+    CONVTUNE_CUDA_CHECK_LAUNCH();
+  }
+  if (bias) {
+    fill_bias_kernel<I><<<blocks_for(s.K * ohw), kThreads, 0, stream>>>(
+        bias, y, static_cast<I>(ohw), static_cast<I>(s.K * ohw));
+    CONVTUNE_CUDA_CHECK_LAUNCH();
+  }
 }
 
 bool is_pointwise(const ConvProblem& p) {
@@ -89,7 +110,7 @@ class Im2colGemm final : public Algorithm {
     const auto stream = static_cast<cudaStream_t>(a.stream);
     const int64_t ohw = s.OH * s.OW;
     const gpu::GemmArgs g = gpu::im2col_gemm_args(s);
-    const bool pointwise = is_pointwise(p);
+    const bool pointwise = is_pointwise(p), small = gpu::im2col_fits_int32(s);
     float* col = static_cast<float*>(a.workspace);
     const float one = 1.0f, zero = 0.0f;
     gpu::Handles h = gpu::lock_handles(a.stream);
@@ -98,18 +119,12 @@ class Im2colGemm final : public Algorithm {
       const float* x = a.x + n * s.C * s.H * s.W;
       float* y = a.y + n * s.K * ohw;
       const float* rhs = x;
-      if (!pointwise) {
-        const int64_t total = s.C * s.R * s.S * ohw;
-        im2col_kernel<<<blocks_for(total), kThreads, 0, stream>>>(s, x, col, total);
-        CONVTUNE_CUDA_CHECK_LAUNCH();
-        rhs = col;
-      }
-      if (a.bias) {
-        fill_bias_kernel<<<blocks_for(s.K * ohw), kThreads, 0, stream>>>(a.bias, y, ohw,
-                                                                         s.K * ohw);
-        CONVTUNE_CUDA_CHECK_LAUNCH();
-      }
-      // beta = 0 never reads y, so a poisoned output is fully overwritten.
+      if (small)
+        launch_im2col_bias<int32_t>(s, pointwise ? nullptr : x, col, a.bias, y, stream);
+      else
+        launch_im2col_bias<int64_t>(s, pointwise ? nullptr : x, col, a.bias, y, stream);
+      if (!pointwise) rhs = col;
+      // Without a bias, beta = 0: y is never read, so a poisoned output is fully overwritten.
       CONVTUNE_CUDA_CHECK(cublasSgemmStridedBatched(
           blas, CUBLAS_OP_N, CUBLAS_OP_N, g.m, g.n, g.k, &one, rhs, g.lda, g.stride_a, a.w, g.ldb,
           g.stride_b, a.bias ? &one : &zero, y, g.ldc, g.stride_c, g.batch));

@@ -26,10 +26,24 @@ struct ConvShape {
 /// From anything with ConvProblem's fields and OH()/OW() (host only).
 template <class Problem>
 ConvShape shape_of(const Problem& p) {
-  return ConvShape{p.N,          p.C,          p.H,        p.W,          p.K,
-                   p.R,          p.S,          p.OH(),     p.OW(),       p.stride_h,
-                   p.stride_w,   p.pad_top,    p.pad_left, p.dilation_h, p.dilation_w,
-                   p.groups,     p.C / p.groups, p.K / p.groups};
+  return ConvShape{p.N,
+                   p.C,
+                   p.H,
+                   p.W,
+                   p.K,
+                   p.R,
+                   p.S,
+                   p.OH(),
+                   p.OW(),
+                   p.stride_h,
+                   p.stride_w,
+                   p.pad_top,
+                   p.pad_left,
+                   p.dilation_h,
+                   p.dilation_w,
+                   p.groups,
+                   p.C / p.groups,
+                   p.K / p.groups};
 }
 
 CT_HD int64_t ceil_div(int64_t a, int64_t b) {
@@ -171,17 +185,33 @@ CT_HD void tile_origin(int64_t tile, int64_t tiles_w, int tile_h, int tile_w, in
 
 /// im2col of one image (all groups): element `idx` of the (C*R*S) x (OH*OW) column matrix (row
 /// c*R*S + r*S + s, column oh*OW + ow) copies x[c][ih][iw] of that image; returns its offset
-/// c*H*W + ih*W + iw, or -1 where the tap reads padding.
-CT_HD int64_t im2col_source(const ConvShape& s, int64_t idx) {
-  const int64_t ohw = s.OH * s.OW;
-  const int64_t row = idx / ohw, col = idx - row * ohw;
-  const int64_t c = row / (s.R * s.S), rs = row - c * (s.R * s.S);
-  const int64_t r = rs / s.S, t = rs - r * s.S;
-  const int64_t oh = col / s.OW, ow = col - oh * s.OW;
-  const int64_t ih = oh * s.stride_h - s.pad_top + r * s.dilation_h;
-  const int64_t iw = ow * s.stride_w - s.pad_left + t * s.dilation_w;
+/// c*H*W + ih*W + iw, or -1 where the tap reads padding. `I` is int64_t, or int32_t where
+/// im2col_fits_int32(s) (32-bit division is several times cheaper on a GPU).
+template <class I>
+CT_HD I im2col_source(const ConvShape& s, I idx) {
+  const I OW = static_cast<I>(s.OW), ohw = static_cast<I>(s.OH * s.OW);
+  const I S = static_cast<I>(s.S), RS = static_cast<I>(s.R * s.S);
+  const I row = idx / ohw, col = idx - row * ohw;
+  const I c = row / RS, rs = row - c * RS;
+  const I r = rs / S, t = rs - r * S;
+  const I oh = col / OW, ow = col - oh * OW;
+  const I ih = oh * static_cast<I>(s.stride_h) - static_cast<I>(s.pad_top) +
+               r * static_cast<I>(s.dilation_h);
+  const I iw = ow * static_cast<I>(s.stride_w) - static_cast<I>(s.pad_left) +
+               t * static_cast<I>(s.dilation_w);
   if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) return -1;
-  return (c * s.H + ih) * s.W + iw;
+  return (c * static_cast<I>(s.H) + ih) * static_cast<I>(s.W) + iw;
+}
+
+/// Whether every intermediate of im2col_source<int32_t> fits: the column matrix, the image and
+/// one image's output have at most 2^30 elements (so a grid-stride index plus the grid never
+/// overflows), and so do the padded rows/columns plus the dilated kernel.
+inline bool im2col_fits_int32(const ConvShape& s) {
+  const int64_t lim = int64_t{1} << 30;
+  const int64_t span_h = s.H + 2 * s.pad_top + (s.OH - 1) * s.stride_h + s.R * s.dilation_h;
+  const int64_t span_w = s.W + 2 * s.pad_left + (s.OW - 1) * s.stride_w + s.S * s.dilation_w;
+  return s.C * s.R * s.S * s.OH * s.OW <= lim && s.C * s.H * s.W <= lim && span_h <= lim &&
+         span_w <= lim && s.K * s.OH * s.OW <= lim;
 }
 
 /// The cublasSgemmStridedBatched arguments of cuda.im2col_gemm for one image: batch = groups,
@@ -190,10 +220,10 @@ CT_HD int64_t im2col_source(const ConvShape& s, int64_t idx) {
 /// W_g (K/g x C/g*R*S) * col_g (C/g*R*S x OH*OW) is, read column-major, Y_g^T = col_g^T * W_g^T:
 /// no transposes. Sizes must fit an int (the algorithm's applicable() checks).
 struct GemmArgs {
-  int m, n, k;         ///< OH*OW, K/g, C/g*R*S
-  int lda, ldb, ldc;   ///< OH*OW, C/g*R*S, OH*OW
+  int m, n, k;                           ///< OH*OW, K/g, C/g*R*S
+  int lda, ldb, ldc;                     ///< OH*OW, C/g*R*S, OH*OW
   int64_t stride_a, stride_b, stride_c;  ///< per group
-  int batch;           ///< groups
+  int batch;                             ///< groups
 };
 
 CT_HD GemmArgs im2col_gemm_args(const ConvShape& s) {

@@ -42,8 +42,8 @@ const DeviceCount& device_count_info() {
     const cudaError_t e = cudaGetDeviceCount(&d.count);
     if (e != cudaSuccess) {
       d.count = 0;
-      d.reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + ": " +
-                 cudaGetErrorString(e);
+      d.reason =
+          std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
       cudaGetLastError();  // not sticky, but leave no error behind for later checks
     } else if (d.count == 0) {
       d.reason = "cudaGetDeviceCount: 0 devices";
@@ -259,8 +259,8 @@ class CudaOps final : public DeviceOps {
     std::ostringstream s;
     s << "cuda|" << prop.name << "|sm_" << prop.major << prop.minor
       << "|sms=" << prop.multiProcessorCount << "|mem=" << (prop.totalGlobalMem >> 20) << "MiB"
-      << "|driver=" << version_text(driver, 1000, 10) << "|runtime="
-      << version_text(runtime, 1000, 10) << "|cudnn=" << cudnn / 10000 << "."
+      << "|driver=" << version_text(driver, 1000, 10)
+      << "|runtime=" << version_text(runtime, 1000, 10) << "|cudnn=" << cudnn / 10000 << "."
       << cudnn % 10000 / 100 << "." << cudnn % 100 << "|cublas=" << cublas_major << "."
       << cublas_minor << "|convtune " << version();
     return s.str();
@@ -289,8 +289,8 @@ const DeviceOps& cuda_device_ops(int index) {
     throw Error("device: " + name + ": no CUDA device is present (" + gpu::no_device_reason() +
                 ")");
   if (index < 0 || index >= count)
-    throw Error("device: " + name + ": no such device (" + std::to_string(count) +
-                " CUDA device" + (count == 1 ? "" : "s") + " present)");
+    throw Error("device: " + name + ": no such device (" + std::to_string(count) + " CUDA device" +
+                (count == 1 ? "" : "s") + " present)");
   static const std::vector<CudaOps> ops = [count] {
     std::vector<CudaOps> v;
     for (int i = 0; i < count; ++i) v.emplace_back(i);

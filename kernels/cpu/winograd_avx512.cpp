@@ -1,0 +1,103 @@
+// cpu.winograd's per-point GEMM for AVX-512 CPUs (the transforms stay in winograd_avx2.cpp): the
+// same U, V and M layouts as the AVX2 kernel, with a 32 (output channels: two zmm vectors, taken
+// from two consecutive 16-channel blocks of U) x 12 (tiles, broadcast from V) register block in
+// 24 zmm accumulators, the BLIS/oneDNN-style microkernel shape that measured fastest here
+// (about 2x the AVX2 6x16 block per core). Cost: 2 * Kp * C/g * tiles flops per point.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "cpu/winograd.hpp"
+
+namespace conv::kernels::winograd {
+namespace {
+
+// out[j][0 .. 16*(NV-1) + LAST) = sum_c U[c][..] * v[c][j] for NR tiles j. Vector 0 reads the
+// 16-wide block at u0, vector 1 (NV = 2) the block at u1, which is 16 wide, or 8 wide when
+// LAST = 8 (an odd K/g tail), masked. FETCH: the first block of a panel, which streams U from
+// memory, prefetches it 8 rows ahead (the hardware prefetcher starts too late for two streams
+// this short).
+template <int NR, int NV, int LAST, bool FETCH = false>
+inline void block(int64_t C, const float* __restrict u0, const float* __restrict u1,
+                  const float* __restrict v, int64_t ldv, float* __restrict out, int64_t ldo) {
+  constexpr __mmask16 last_mask = LAST == 16 ? 0xFFFF : 0x00FF;
+  constexpr int64_t last_stride = LAST;  // an 8-wide block of U is [c][8]
+  __m512 acc[NR][NV];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 2
+    for (int i = 0; i < NV; ++i) acc[j][i] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < C; ++c) {
+    if constexpr (FETCH) {
+      _mm_prefetch(reinterpret_cast<const char*>(u0 + (c + 8) * kBlockK), _MM_HINT_T0);
+      if constexpr (NV == 2)
+        _mm_prefetch(reinterpret_cast<const char*>(u1 + (c + 8) * last_stride), _MM_HINT_T0);
+    }
+    __m512 a[NV];
+    if constexpr (NV == 1) {
+      a[0] = _mm512_maskz_loadu_ps(last_mask, u0 + c * last_stride);
+    } else {
+      a[0] = _mm512_loadu_ps(u0 + c * kBlockK);
+      a[1] = _mm512_maskz_loadu_ps(last_mask, u1 + c * last_stride);
+    }
+    const float* vc = v + c * ldv;
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      const __m512 b = _mm512_set1_ps(vc[j]);
+#pragma GCC unroll 2
+      for (int i = 0; i < NV; ++i) acc[j][i] = _mm512_fmadd_ps(a[i], b, acc[j][i]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j) {
+    if constexpr (NV == 1) {
+      _mm512_mask_storeu_ps(out + j * ldo, last_mask, acc[j][0]);
+    } else {
+      _mm512_storeu_ps(out + j * ldo, acc[j][0]);
+      _mm512_mask_storeu_ps(out + j * ldo + kBlockK, last_mask, acc[j][1]);
+    }
+  }
+}
+
+template <int NV, int LAST>
+void panel(int64_t C, const float* u0, const float* u1, const float* v, int64_t ldv, float* out,
+           int64_t ldo, int64_t nt) {
+  int64_t t = 0;
+  if (nt >= 12) {
+    block<12, NV, LAST, true>(C, u0, u1, v, ldv, out, ldo);
+    t = 12;
+  }
+  for (; t + 12 <= nt; t += 12) block<12, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo);
+  if (t + 8 <= nt) {
+    block<8, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo);
+    t += 8;
+  }
+  if (t + 4 <= nt) {
+    block<4, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo);
+    t += 4;
+  }
+  if (t + 2 <= nt) {
+    block<2, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo);
+    t += 2;
+  }
+  if (t < nt) block<1, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo);
+}
+
+}  // namespace
+
+void gemm_avx512(int64_t C, const float* u, int64_t kw, const float* v, int64_t ldv, float* out,
+                 int64_t ldo, int64_t nt) {
+  const float* u1 = u + kBlockK * C;
+  switch (kw) {
+    case 32:
+      return panel<2, 16>(C, u, u1, v, ldv, out, ldo, nt);
+    case 24:
+      return panel<2, 8>(C, u, u1, v, ldv, out, ldo, nt);
+    case 16:
+      return panel<1, 16>(C, u, u, v, ldv, out, ldo, nt);
+    default:
+      return panel<1, 8>(C, u, u, v, ldv, out, ldo, nt);
+  }
+}
+
+}  // namespace conv::kernels::winograd

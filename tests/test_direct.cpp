@@ -1,0 +1,164 @@
+// cpu.direct beyond what test_kernels covers: the portable (scalar) kernels that run on CPUs
+// without AVX2, every instantiated register block (not only the ones configs() offers), the
+// packed-weights path, reductions split into several cache chunks, and input validation.
+// Tolerance: exact_order_error_bound (16u*sqrt(C/g*R*S) + 8u relative to sum|x*w| per output).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "buffer.hpp"
+#include "conv/algorithm.hpp"
+#include "conv/error.hpp"
+#include "cpu/direct.hpp"
+#include "support.hpp"
+
+namespace {
+
+using conv::kernels::direct::Config;
+
+// Every instantiated block that can run `p` (band blocks only run depthwise stride_h 1 ones).
+std::vector<std::string> all_config_names(const conv::ConvProblem& p) {
+  int n = 0;
+  const Config* c = conv::kernels::direct::all_configs(&n);
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i)
+    if (conv::kernels::direct::config_applies(p, c[i])) names.push_back(c[i].name());
+  return names;
+}
+
+// Runs the portable kernels (optionally on packed weights) and compares with the reference.
+convtest::CheckResult check_scalar(convtest::ReferenceCase& ref, const std::string& config,
+                                   bool packed) {
+  const conv::ConvProblem& p = ref.problem();
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
+  conv::AlignedBuffer y(p.y_bytes()), ws(algo.workspace_bytes(p, config)), pw;
+  conv::poison_nan(y.floats(), p.y_elems());
+  conv::ForwardArgs a;
+  a.x = ref.x();
+  a.w = ref.w();
+  a.bias = ref.bias();
+  a.y = y.floats();
+  a.workspace = ws.data();
+  a.workspace_size = ws.size();
+  a.threads = 2;
+  if (packed) {
+    pw.reserve(algo.packed_weights_bytes(p, config));
+    algo.pack_weights(p, config, ref.w(), pw.data(), 2);
+    a.packed_weights = pw.data();
+    a.w = nullptr;
+  }
+  conv::kernels::direct::forward_scalar(p, config, a);
+  return ref.compare(y.floats(), conv::exact_order_error_bound(p));
+}
+
+std::string label(const conv::ConvProblem& p, const std::string& config, bool packed,
+                  const convtest::CheckResult& r) {
+  return p.key() + " (" + p.name + ") config " + config + (packed ? " [packed]" : "") +
+         ": max error " + std::to_string(r.max_error) + " bound " + std::to_string(r.bound) +
+         ", non-finite " + std::to_string(r.nonfinite) + "; " + r.where;
+}
+
+}  // namespace
+
+TEST_CASE("cpu.direct portable kernels match the reference on 100 seeded random problems") {
+  const auto problems = convtest::random_problems(100, 777, convtest::RandomSpec{});
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const auto names = all_config_names(problems[i]);
+    convtest::ReferenceCase ref(problems[i], 500 + i);
+    // Two configs per problem, rotating through every instantiated block (8 and 16 lanes).
+    for (size_t j = 0; j < 2; ++j) {
+      const std::string& config = names[(2 * i + j) % names.size()];
+      const bool packed = (i + j) % 2 == 1;
+      const auto r = check_scalar(ref, config, packed);
+      INFO(label(problems[i], config, packed, r));
+      CHECK(r.nonfinite == 0);
+      CHECK(r.max_error <= r.bound);
+    }
+  }
+}
+
+TEST_CASE("cpu.direct: every instantiated block, packed and unpacked, on random problems") {
+  // Configs the CPU cannot run fall back to the portable kernels, so this passes everywhere.
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
+  const auto problems = convtest::random_problems(60, 4242, convtest::RandomSpec{});
+  for (size_t i = 0; i < problems.size(); ++i) {
+    convtest::ReferenceCase ref(problems[i], 900 + i);
+    for (const std::string& config : all_config_names(problems[i]))
+      for (bool packed : {false, true}) {
+        const auto r = ref.check(algo, config, packed);
+        INFO(label(problems[i], config, packed, r));
+        CHECK(r.nonfinite == 0);
+        CHECK(r.max_error <= r.bound);
+      }
+  }
+}
+
+TEST_CASE("cpu.direct: chunked reductions, band blocks, partial vectors and K tails") {
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
+  const std::vector<std::string> descriptors = {
+      // Thousands of input channels force several reduction chunks (later chunks accumulate
+      // onto y, also through masked lanes); K not a multiple of any block; odd planes; batch 2.
+      "mb2ic3000ih9iw11oc13kh3kw3ph1pw1n\"chunks:3x3\"",
+      "mb1ic9000ih5iw7oc19kh1kw1n\"chunks:1x1_flat\"",
+      "mb1ic5000ih6iw6oc10kh1kw1sh2sw2ph1pw0n\"chunks:1x1_strided_padded\"",
+      "g2mb1ic4000ih7iw9oc6kh2kw3ph1pw2n\"chunks:grouped\"",
+      // Depthwise problems the band blocks run: output rows not a multiple of the band, batch 2,
+      // large and 1-column kernels, strided and dilated columns, no padding.
+      "g5mb2ic5ih17iw13oc5kh9kw9ph4pw4n\"band:9x9\"",
+      "g3mb1ic3ih40iw37oc3kh31kw31ph15pw15n\"band:31x31\"",
+      "g4mb1ic4ih11iw23oc4kh5kw3sw2ph2pw1n\"band:strided_w\"",
+      "g2mb1ic2ih12iw12oc2kh7kw7ph3pw6dw1n\"band:dilated_w\"",
+      "g6mb1ic6ih9iw5oc6kh3kw2ph0pw0n\"band:unpadded\"",
+      "g3mb1ic3ih6iw30oc3kh6kw1ph1pw0n\"band:6x1\"",
+  };
+  for (const auto& d : descriptors) {
+    const conv::ConvProblem p = conv::parse_descriptor(d);
+    convtest::ReferenceCase ref(p, 3);
+    for (const std::string& config : all_config_names(p))
+      for (bool packed : {false, true}) {
+        auto r = ref.check(algo, config, packed);
+        INFO(label(p, config, packed, r));
+        CHECK(r.nonfinite == 0);
+        CHECK(r.max_error <= r.bound);
+        r = check_scalar(ref, config, packed);
+        INFO("portable kernels: " << label(p, config, packed, r));
+        CHECK(r.nonfinite == 0);
+        CHECK(r.max_error <= r.bound);
+      }
+  }
+}
+
+TEST_CASE("cpu.direct offers valid configs and rejects bad configs and short workspaces") {
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
+  const conv::ConvProblem p = conv::parse_descriptor("mb1ic8ih10iw10oc8kh3kw3ph1pw1");
+  const auto configs = algo.configs(p);
+  REQUIRE(!configs.empty());
+  for (const auto& c : configs) CHECK_NOTHROW(conv::kernels::direct::parse_config(c));
+  const auto dw = algo.configs(conv::parse_descriptor("g16mb1ic16ih10iw10oc16kh3kw3ph1pw1"));
+  REQUIRE(!dw.empty());
+  CHECK(conv::kernels::direct::parse_config(dw.front()).oc == 1);
+  // Band blocks lead for large depthwise kernels and are refused elsewhere.
+  const auto big = algo.configs(conv::parse_descriptor("g16mb1ic16ih20iw20oc16kh11kw11ph5pw5"));
+  REQUIRE(!big.empty());
+  CHECK(conv::kernels::direct::parse_config(big.front()).band);
+
+  CHECK_THROWS_WITH(algo.workspace_bytes(p, "oc5ow24"), Catch::Contains("config"));
+  CHECK_THROWS_WITH(algo.packed_weights_bytes(p, "bogus"), Catch::Contains("config"));
+
+  conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());
+  const size_t need = algo.workspace_bytes(p, configs.front());
+  CHECK(need > 0);
+  conv::AlignedBuffer ws(need);
+  conv::ForwardArgs a;
+  a.x = x.floats();
+  a.w = w.floats();
+  a.y = y.floats();
+  a.workspace = ws.data();
+  a.workspace_size = need - 1;
+  CHECK_THROWS_WITH(algo.forward(p, configs.front(), a), Catch::Contains("workspace"));
+  a.workspace_size = need;
+  CHECK_THROWS_WITH(algo.forward(p, "oc4ow25", a), Catch::Contains("config"));
+  CHECK_THROWS_WITH(algo.forward(p, "oh4ow24", a), Catch::Contains("config"));
+  CHECK_NOTHROW(algo.forward(p, configs.front(), a));
+}
