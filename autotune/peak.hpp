@@ -3,8 +3,9 @@
 
 namespace conv {
 
-/// Runs independent AVX2 FMA chains on `threads` threads for about `ms` milliseconds and returns
-/// the achieved GFLOP/s (2 FLOPs per lane per FMA). 0 when the CPU has no AVX2/FMA.
+/// Runs independent FMA chains of the widest vectors this CPU has (AVX-512 or AVX2) on `threads`
+/// threads for about `ms` milliseconds and returns the achieved GFLOP/s (2 FLOPs per lane per FMA).
+/// 0 when the CPU has no AVX2/FMA.
 double measure_fma_peak_gflops(int threads, double ms = 100);
 
 }  // namespace conv

@@ -28,13 +28,15 @@ const char* to_string(ChoiceSource s) {
 
 namespace {
 
-void check_tensors(const DeviceOps& ops, const float* x, const float* w, const float* y) {
+void check_tensors(const DeviceOps& ops, const float* x, const float* w, const float* bias,
+                   const float* y) {
   if (!x) throw Error("x: null input tensor");
   if (!w) throw Error("w: null weight tensor");
   if (!y) throw Error("y: null output tensor");
   ops.check_pointer(x, "x");
   ops.check_pointer(w, "w");
   ops.check_pointer(y, "y");
+  if (bias) ops.check_pointer(bias, "bias");
 }
 
 // The library-owned workspace: one growing buffer per calling thread and device.
@@ -51,7 +53,7 @@ ForwardResult best_forward(const ConvProblem& p, const float* x, const float* w,
                            float* y, const ForwardOptions& o) {
   p.validate();
   const DeviceOps& ops = device_ops(o.device);
-  check_tensors(ops, x, w, y);
+  check_tensors(ops, x, w, bias, y);
   const Choice c = choose(p, o, ExecPath::oneshot);
   ForwardArgs a;
   a.x = x, a.w = w, a.bias = bias, a.y = y;
@@ -79,7 +81,7 @@ void forward(const std::string& algo_id, const std::string& config, const ConvPr
   if (!algo) throw Error("algo_id: unknown algorithm \"" + algo_id + "\"");
   if (algo->device() != Device::Kind::cpu)
     throw Error("algo_id: " + algo_id + " runs on a GPU; use best_forward or Plan with a device");
-  check_tensors(device_ops(Device::cpu()), x, w, y);
+  check_tensors(device_ops(Device::cpu()), x, w, bias, y);
   Applicability ok = algo->applicable(p);
   if (!ok.ok)
     throw Error("algo_id: " + algo_id + " is not applicable to " + p.key() + ": " + ok.reason);

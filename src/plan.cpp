@@ -97,6 +97,11 @@ void Plan::execute(const float* x, const float* w, const float* bias, float* y) 
   if (!x) throw Error("x: null input tensor");
   if (!y) throw Error("y: null output tensor");
   if (!w && !impl_->has_packed) throw Error("w: null weight tensor and no packed weights");
+  const DeviceOps& ops = *impl_->ops;
+  ops.check_pointer(x, "x");
+  ops.check_pointer(y, "y");
+  if (w) ops.check_pointer(w, "w");
+  if (bias) ops.check_pointer(bias, "bias");
   ForwardArgs a;
   a.x = x, a.w = w, a.bias = bias, a.y = y;
   a.threads = impl_->options.threads;

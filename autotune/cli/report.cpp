@@ -92,14 +92,14 @@ void print_explain(std::ostream& out, const TuneResult& r, double peak) {
       << "\n"
       << "checked   against the " << r.reference << "\n\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-24s %-10s %-9s %10s %10s %8s %7s %9s %10s %9s\n",
+  std::snprintf(line, sizeof line, "  %-24s %-16s %-9s %10s %10s %8s %7s %9s %10s %9s\n",
                 "algorithm", "config", "status", "median ms", "packed ms", "GFLOP/s", "% peak",
                 "ws MiB", "max error", "bound");
-  out << line << "  " << std::string(114, '-') << "\n";
+  out << line << "  " << std::string(120, '-') << "\n";
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
     const double gf = c.gflops(p);
-    std::snprintf(line, sizeof line, "%c %-24s %-10s %-9s %10s %10s %8s %7s %9s %10.2e %9.2e\n",
+    std::snprintf(line, sizeof line, "%c %-24s %-16s %-9s %10s %10s %8s %7s %9s %10.2e %9.2e\n",
                   static_cast<int>(i) == r.winner ? '*' : ' ', c.algo_id.c_str(), c.config.c_str(),
                   c.status.c_str(), fmt(c.median_ms, 3).c_str(), fmt(c.packed_median_ms, 3).c_str(),
                   fmt(c.median_ms > 0 ? gf : -1, 1).c_str(),
@@ -109,7 +109,7 @@ void print_explain(std::ostream& out, const TuneResult& r, double peak) {
     if (!c.message.empty()) out << "      " << c.message << "\n";
   }
   for (const auto& n : r.not_applicable) {
-    std::snprintf(line, sizeof line, "  %-24s %-10s %-9s %s\n", n.algo_id.c_str(), "-", "n/a",
+    std::snprintf(line, sizeof line, "  %-24s %-16s %-9s %s\n", n.algo_id.c_str(), "-", "n/a",
                   n.reason.c_str());
     out << line;
   }

@@ -349,8 +349,28 @@ const Config* all_configs(int* count) {
 }
 
 Config parse_config(const std::string& text) {
-  for (const Config& c : kConfigs)
-    if (c.name() == text) return c;
+  // "oc" | "oh", block rows, "ow", output positions, optional "_avx512"; parsed without
+  // allocating, as forward() does this on every call.
+  size_t i = 2;
+  auto number = [&](int* v) {
+    const size_t start = i;
+    *v = 0;
+    while (i < text.size() && i - start < 4 && text[i] >= '0' && text[i] <= '9')
+      *v = *v * 10 + (text[i++] - '0');
+    return i > start && text[start] != '0';
+  };
+  int rows = 0, positions = 0;
+  const bool band = text.compare(0, 2, "oh") == 0;
+  bool ok = (band || text.compare(0, 2, "oc") == 0) && number(&rows) &&
+            text.compare(i, 2, "ow") == 0 && (i += 2, number(&positions));
+  const bool zmm = ok && text.compare(i, std::string::npos, "_avx512") == 0;
+  ok = ok && (zmm || i == text.size());
+  const int lanes = zmm ? 16 : 8;
+  if (ok && positions % lanes == 0)
+    for (const Config& c : kConfigs)
+      if (c.band == band && c.oc == rows && c.vecs * lanes == positions &&
+          (c.isa == BlockIsa::avx512) == zmm)
+        return c;
   std::string known;
   for (const Config& c : kConfigs) known += (known.empty() ? "" : ", ") + c.name();
   throw Error("config: cpu.direct has no config \"" + text + "\" (known: " + known + ")");
@@ -553,7 +573,13 @@ class Direct final : public Algorithm {
       const int64_t computed = (p.Kg() + c.oc - 1) / c.oc * c.oc;
       if (4 * (computed - p.Kg()) <= computed) out.push_back(name);
     }
-    if (out.empty()) out.push_back(z ? "oc4ow96_avx512" : "oc2ow48");
+    // Few channels per group: the narrowest channel block, and single-channel blocks.
+    if (out.empty()) {
+      if (z)
+        out = {"oc4ow96_avx512", "oc1ow128_avx512"};
+      else
+        out = {"oc2ow48", "oc1ow96"};
+    }
     return out;
   }
 

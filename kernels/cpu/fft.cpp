@@ -60,7 +60,7 @@ namespace conv::kernels {
 namespace fft {
 namespace {
 
-constexpr int64_t kFuseMaxC = 4;                  // C' up to which products are fused
+constexpr int64_t kFuseMaxC = 16;                  // C' up to which products are fused
 constexpr double kBlockBudget = 4.0 * (1 << 20);  // bytes of X + Y per column block
 // Configs whose transformed weights exceed this are offered only when nothing smaller fits.
 constexpr double kMaxWeightBytes = 1024.0 * (1 << 20);

@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "fft.hpp"
@@ -204,15 +205,29 @@ struct Impl {
   // at src[j*stride]). Result: T^2 * IDFT2 of the Hermitian-extended spectrum.
   template <int T, class Cols, class Out>
   static void inverse2d(const Cols& cols, float* tmp, ptrdiff_t es, int mrows, const Out& out) {
-    constexpr int H = T / 2;
-    const int rows = std::min(T, (mrows + 1) & ~1);
-    cv c[T], o[T];
-    for (int v = 0; v <= H; ++v) {
+    cv c[T];
+    for (int v = 0; v <= T / 2; ++v) {
       cols.load(v, c);
-      fft_top<T, true>(c, o);
-      for (int i = 0; i < rows; ++i) cstore(tmp + (v * T + i) * es, ld(&o[i]));
+      inv_column<T>(c, v, tmp, es, mrows);
     }
-    for (int i0 = 0; i0 < rows; i0 += 2) {
+    inv_rows<T>(tmp, es, mrows, out);
+  }
+
+  // Column pass for spectrum column v: rows < mrows (rounded up to even) of its inverse FFT.
+  template <int T>
+  static void inv_column(const cv* c, int v, float* tmp, ptrdiff_t es, int mrows) {
+    const int rows = std::min(T, (mrows + 1) & ~1);
+    cv o[T];
+    fft_top<T, true>(c, o);
+    for (int i = 0; i < rows; ++i) cstore(tmp + (v * T + i) * es, ld(&o[i]));
+  }
+
+  // Row pass: pairs of rows packed as real and imaginary part of one inverse FFT.
+  template <int T, class Out>
+  static void inv_rows(const float* tmp, ptrdiff_t es, int mrows, const Out& out) {
+    constexpr int H = T / 2;
+    cv c[T], o[T];
+    for (int i0 = 0; i0 < mrows; i0 += 2) {
       // DC and Nyquist columns are real for a real tile; taking the real parts drops rounding.
       st(&c[0], {cload(tmp + i0 * es).r, cload(tmp + (i0 + 1) * es).r});
       st(&c[H], {cload(tmp + (H * T + i0) * es).r, cload(tmp + (H * T + i0 + 1) * es).r});
@@ -323,67 +338,84 @@ struct Impl {
     int64_t oh0[L], ow0[L];
     const ConvProblem* p;
     const Geometry* g;
-    // From prepare(): columns of the tile inside the output, and whether all of them read
-    // input (the common case, stored without blending).
+    // From prepare(): columns of each tile inside the output and whether all of them read
+    // input; rows [fast_lo, fast_hi) where every lane stores a whole row of such outputs.
     int ncols[L];
     bool full[L];
+    float* base[L];  // row 0, column 0 of each lane's tile (null: padding lane)
+    int fast_lo = 0, fast_hi = 0, nmin = 0;
 
     void prepare() {
+      const int64_t OH = g->OH, OW = g->OW;
+      int64_t lo = 0, hi = T, nm = g->mw;
+      bool all = !g->row_gaps;
       for (int l = 0; l < L; ++l) {
-        ncols[l] = static_cast<int>(std::min<int64_t>(g->mw, g->OW - ow0[l]));
+        ncols[l] = static_cast<int>(std::min<int64_t>(g->mw, OW - ow0[l]));
         full[l] = !g->col_gaps && ow0[l] >= g->ow_lo && ow0[l] + ncols[l] <= g->ow_hi;
+        base[l] = plane[l] ? plane[l] + oh0[l] * OW + ow0[l] : nullptr;
+        all = all && plane[l] && full[l];
+        lo = std::max(lo, g->oh_lo - oh0[l]);
+        hi = std::min({hi, OH - oh0[l], g->oh_hi - oh0[l]});
+        nm = std::min<int64_t>(nm, ncols[l]);
       }
+      fast_lo = all ? static_cast<int>(std::max<int64_t>(lo, 0)) : 0;
+      fast_hi = all ? static_cast<int>(std::max<int64_t>(hi, fast_lo)) : 0;
+      nmin = static_cast<int>(nm);
     }
 
     void store(int i, const reg* src, int stride) const {
-      const int64_t OH = g->OH, OW = g->OW;
-      float* row[L];  // output row of each lane, null when the lane has no row i
-      bool alive[L], fast = true;
-      for (int l = 0; l < L; ++l) {
-        const int64_t oh = oh0[l] + i;
-        row[l] = plane[l] && oh < OH ? plane[l] + oh * OW + ow0[l] : nullptr;
-        alive[l] = g->row_gaps
-                       ? alive_1d(oh, p->stride_h, p->pad_top, p->dilation_h, p->R, p->H)
-                       : oh >= g->oh_lo && oh < g->oh_hi;
-        fast = fast && row[l] && alive[l] && full[l];
-      }
+      const int64_t OW = g->OW;
+      const bool fast = i >= fast_lo && i < fast_hi;
       for (int jb = 0; jb < g->mw; jb += L) {
         reg r[L];
-        for (int q = 0; q < L; ++q) r[q] = jb + q < T ? src[(jb + q) * stride] : V::zero();
+        if constexpr (T % L == 0) {
+          for (int q = 0; q < L; ++q) r[q] = src[(jb + q) * stride];
+        } else {
+          for (int q = 0; q < L; ++q) r[q] = jb + q < T ? src[(jb + q) * stride] : V::zero();
+        }
         V::transpose(r);
         if (fast) {  // every lane: a whole row of outputs that all read input
-          for (int l = 0; l < L; ++l) {
-            const reg v = V::add(r[l], V::bcast(&bias[l]));
-            if (jb + L <= ncols[l])
-              V::storeu(row[l] + jb, v);
-            else if (jb < ncols[l])
-              V::store_n(row[l] + jb, v, ncols[l] - jb);
-          }
-          continue;
-        }
-        for (int l = 0; l < L; ++l) {
-          const int n = std::min(ncols[l] - jb, L);
-          if (!row[l] || n <= 0) continue;
-          float* y = row[l] + jb;
-          const reg b = V::set1(bias[l]);
-          if (alive[l] && full[l]) {
-            V::store_n(y, V::add(r[l], b), n);
-          } else if (!alive[l]) {
-            V::store_n(y, b, n);
-          } else if (!g->col_gaps) {
-            const int64_t lo = g->ow_lo - ow0[l] - jb, hi = g->ow_hi - ow0[l] - jb;
-            V::store_n(y,
-                       V::blend_range(b, V::add(r[l], b),
-                                      static_cast<int>(std::clamp<int64_t>(lo, 0, L)),
-                                      static_cast<int>(std::clamp<int64_t>(hi, 0, L))),
-                       n);
+          if (jb + L <= nmin) {
+            for (int l = 0; l < L; ++l)
+              V::storeu(base[l] + i * OW + jb, V::add(r[l], V::bcast(&bias[l])));
           } else {
-            V::store_n(y, V::add(r[l], b), n);
-            for (int c = 0; c < n; ++c)
-              if (!alive_1d(ow0[l] + jb + c, p->stride_w, p->pad_left, p->dilation_w, p->S,
-                            p->W))
-                y[c] = bias[l];
+            for (int l = 0; l < L; ++l)
+              if (jb < ncols[l])
+                V::store_n(base[l] + i * OW + jb, V::add(r[l], V::bcast(&bias[l])), ncols[l] - jb);
           }
+        } else {
+          store_slow(i, jb, r);
+        }
+      }
+    }
+
+    // Rows with padding lanes, rows past the output, or outputs that read no input.
+    void store_slow(int i, int jb, const reg* r) const {
+      for (int l = 0; l < L; ++l) {
+        const int64_t oh = oh0[l] + i;
+        const int n = std::min(ncols[l] - jb, L);
+        if (!base[l] || oh >= g->OH || n <= 0) continue;
+        float* y = base[l] + i * g->OW + jb;
+        const reg b = V::set1(bias[l]);
+        const bool alive = g->row_gaps
+                               ? alive_1d(oh, p->stride_h, p->pad_top, p->dilation_h, p->R, p->H)
+                               : oh >= g->oh_lo && oh < g->oh_hi;
+        if (alive && full[l]) {
+          V::store_n(y, V::add(r[l], b), n);
+        } else if (!alive) {
+          V::store_n(y, b, n);
+        } else if (!g->col_gaps) {
+          const int64_t lo = g->ow_lo - ow0[l] - jb, hi = g->ow_hi - ow0[l] - jb;
+          V::store_n(
+              y,
+              V::blend_range(b, V::add(r[l], b), static_cast<int>(std::clamp<int64_t>(lo, 0, L)),
+                             static_cast<int>(std::clamp<int64_t>(hi, 0, L))),
+              n);
+        } else {
+          V::store_n(y, V::add(r[l], b), n);
+          for (int c = 0; c < n; ++c)
+            if (!alive_1d(ow0[l] + jb + c, p->stride_w, p->pad_left, p->dilation_w, p->S, p->W))
+              y[c] = bias[l];
         }
       }
     }
@@ -397,6 +429,46 @@ struct Impl {
     void load(int v, cv* c) const {
       const float* col = base + v * T * es;
       for (int u = 0; u < T; ++u) st(&c[u], cload(col + u * es));
+    }
+  };
+
+  // Spectrum columns of NK output channels at once, formed on the fly (small C'):
+  // Y_q[f] = sum_c' W[f][c'][k_q] X[f][c'], X and W laid out [f][c'][2L]. Each X element is
+  // loaded once for all NK channels; the real and imaginary sums use two accumulators each.
+  template <int T, int NK>
+  struct ProductCols {
+    const float* x;    // X[jv] at f = 0
+    const float* w;    // group weights at f = 0
+    int64_t koff[NK];  // per channel: its weight block (kb * F * C' * 2L) plus its lane
+    int64_t Cp;
+    void load(int v, cv (*c)[T]) const {
+      const ptrdiff_t fs = Cp * kSlot;
+      for (int u = 0; u < T; ++u) {
+        const float* xf = x + (v * T + u) * fs;
+        const float* wf = w + (v * T + u) * fs;
+        if (Cp == 1) {  // one product, no sums (the seed layer: one input channel)
+          const reg xr = V::loadu(xf), xi = V::loadu(xf + L);
+          for (int q = 0; q < NK; ++q) {
+            const reg wr = V::bcast(wf + koff[q]), wi = V::bcast(wf + koff[q] + L);
+            st(&c[q][u], {V::fnmadd(wi, xi, V::mul(wr, xr)), V::fmadd(wi, xr, V::mul(wr, xi))});
+          }
+          continue;
+        }
+        reg ar[NK], ai[NK], br[NK], bi[NK];
+        for (int q = 0; q < NK; ++q) ar[q] = ai[q] = br[q] = bi[q] = V::zero();
+        for (int64_t cc = 0; cc < Cp; ++cc) {
+          const reg xr = V::loadu(xf + cc * kSlot), xi = V::loadu(xf + cc * kSlot + L);
+          for (int q = 0; q < NK; ++q) {
+            const float* we = wf + cc * kSlot + koff[q];
+            const reg wr = V::bcast(we), wi = V::bcast(we + L);
+            ar[q] = V::fmadd(wr, xr, ar[q]);
+            br[q] = V::fmadd(wi, xi, br[q]);
+            ai[q] = V::fmadd(wr, xi, ai[q]);
+            bi[q] = V::fmadd(wi, xr, bi[q]);
+          }
+        }
+        for (int q = 0; q < NK; ++q) st(&c[q][u], {V::sub(ar[q], br[q]), V::add(ai[q], bi[q])});
+      }
     }
   };
 
@@ -534,23 +606,6 @@ struct Impl {
     }
   }
 
-  // Spectra of nk (<= KR) output channels for one column vector, all F frequencies: a.w and
-  // a.x at f = 0 (advancing by fs per frequency), a.y = [q][f] with a.ys_k between channels.
-  template <int KR>
-  static void products_n(GemmArgs a, const int64_t* koff, int64_t F, ptrdiff_t fs) {
-    for (int64_t f = 0; f < F; ++f, a.w += fs, a.x += fs, a.y += kSlot)
-      cgemm_micro<KR, 1>(a, koff, 0, 0);
-  }
-  static void products(const GemmArgs& a, const int64_t* koff, int64_t nk, int64_t F,
-                       ptrdiff_t fs) {
-    if constexpr (V::KR >= 4)
-      if (nk == 4) return products_n<4>(a, koff, F, fs);
-    if constexpr (V::KR >= 3)
-      if (nk == 3) return products_n<3>(a, koff, F, fs);
-    if (nk == 2) return products_n<2>(a, koff, F, fs);
-    products_n<1>(a, koff, F, fs);
-  }
-
   // ---- drivers ----
 
   // Offsets into the padded input of phase pidx = ia * Pb + ib: (ia * dilation) % stride.
@@ -644,9 +699,12 @@ struct Impl {
     }
   }
 
+  // `w` non-null: the KCRS weights still have to be transformed into `wdst` (= wt, in the
+  // workspace); that work shares the first input-transform loop, saving a barrier.
   template <int T>
-  static void general(const ConvProblem& p, const Geometry& g, const float* x, const float* wt,
-                      const float* bias, float* y, float* X, float* Y, float* slots) {
+  static void general(const ConvProblem& p, const Geometry& g, const float* x, const float* w,
+                      float* wdst, const float* wt, const float* bias, float* y, float* X, float* Y,
+                      float* slots) {
     const int64_t tiles = g.TH * g.TW, J = p.N * tiles, HW = p.H * p.W, OHW = g.OH * g.OW;
     const int64_t Cg = p.Cg(), Kg = p.Kg(), Cp = g.Cp, F = g.F;
     const ptrdiff_t fs = Cp * kSlot, xs_j = F * fs;  // X [jv][f][c']
@@ -664,9 +722,14 @@ struct Impl {
           *tw = j % g.TW;
           return true;
         };
+        const int64_t nw = w && grp == 0 && blk == 0 ? weight_items(p, g) : 0;
 #pragma omp for schedule(dynamic)
-        for (int64_t it = 0; it < Cp * Jv; ++it) {
-          const int64_t cp = it / Jv, jv = it % Jv;
+        for (int64_t it = 0; it < nw + Cp * Jv; ++it) {
+          if (it < nw) {
+            weight_item<T>(p, g, w, wdst, it);
+            continue;
+          }
+          const int64_t cp = (it - nw) / Jv, jv = (it - nw) % Jv;
           const int64_t c = grp * Cg + cp / g.P;
           int64_t a, b;
           phase_offsets(p, g, cp % g.P, &a, &b);
@@ -697,37 +760,64 @@ struct Impl {
         // (X[jv] and W[kb] are then read once per KR channels); otherwise one channel's spectra
         // come from Y. Either way they are inverted in place.
         const int64_t kstep = g.fused ? V::KR : 1, kblocks = (Kg + kstep - 1) / kstep;
+        auto make_out = [&](int64_t k, int64_t jv, OutTiles<T>* out) {
+          out->p = &p, out->g = &g;
+          for (int l = 0; l < L; ++l) {
+            int64_t n, th, tw;
+            if (!column(jv, l, &n, &th, &tw)) {
+              out->plane[l] = nullptr;
+              out->bias[l] = 0;
+              out->oh0[l] = out->ow0[l] = 0;
+              continue;
+            }
+            out->plane[l] = y + (n * p.K + grp * Kg + k) * OHW;
+            out->bias[l] = bias ? bias[grp * Kg + k] : 0.0f;
+            out->oh0[l] = th * g.mh;
+            out->ow0[l] = tw * g.mw;
+          }
+          out->prepare();
+        };
 #pragma omp for schedule(dynamic)
         for (int64_t it = 0; it < kblocks * Jv; ++it) {
           const int64_t k0 = it / Jv * kstep, jv = it % Jv, nk = std::min(kstep, Kg - k0);
-          if (g.fused) {
-            int64_t koff[V::KR];
-            for (int64_t q = 0; q < nk; ++q) koff[q] = (k0 + q) / L * F * fs + (k0 + q) % L;
-            const GemmArgs ga{wg, X + jv * xs_j, slot, Cp, xs_j, F * kSlot, 0};
-            products(ga, koff, nk, F, fs);
-          }
-          for (int64_t q = 0; q < nk; ++q) {
-            const int64_t k = k0 + q;
+          if (!g.fused) {
             OutTiles<T> out;
-            out.p = &p, out.g = &g;
-            for (int l = 0; l < L; ++l) {
-              int64_t n, th, tw;
-              if (!column(jv, l, &n, &th, &tw)) {
-                out.plane[l] = nullptr;
-                out.bias[l] = 0;
-                out.oh0[l] = out.ow0[l] = 0;
-                continue;
-              }
-              out.plane[l] = y + (n * p.K + grp * Kg + k) * OHW;
-              out.bias[l] = bias ? bias[grp * Kg + k] : 0.0f;
-              out.oh0[l] = th * g.mh;
-              out.ow0[l] = tw * g.mw;
-            }
-            float* base = g.fused ? slot + q * F * kSlot : Y + (k * g.Jv + jv) * F * kSlot;
-            const SlotCols<T> cols{base, kSlot};
-            out.prepare();
-            inverse2d<T>(cols, base, kSlot, static_cast<int>(g.mh), out);
+            make_out(k0, jv, &out);
+            float* base = Y + (k0 * g.Jv + jv) * F * kSlot;
+            inverse2d<T>(SlotCols<T>{base, kSlot}, base, kSlot, static_cast<int>(g.mh), out);
+            continue;
           }
+          // Products for nk channels while the column pass loads, slot = column-pass output.
+          auto block = [&](auto nk_c) {
+            constexpr int NK = decltype(nk_c)::value;
+            ProductCols<T, NK> cols{X + jv * xs_j, wg, {}, Cp};
+            for (int q = 0; q < NK; ++q) cols.koff[q] = (k0 + q) / L * F * fs + (k0 + q) % L;
+            cv c[NK][T];
+            for (int v = 0; v <= T / 2; ++v) {
+              cols.load(v, c);
+              for (int q = 0; q < NK; ++q)
+                inv_column<T>(c[q], v, slot + q * F * kSlot, kSlot, static_cast<int>(g.mh));
+            }
+            for (int q = 0; q < NK; ++q) {
+              OutTiles<T> out;
+              make_out(k0 + q, jv, &out);
+              inv_rows<T>(slot + q * F * kSlot, kSlot, static_cast<int>(g.mh), out);
+            }
+          };
+          if constexpr (V::KR >= 4)
+            if (nk == 4) {
+              block(std::integral_constant<int, 4>());
+              continue;
+            }
+          if constexpr (V::KR >= 3)
+            if (nk == 3) {
+              block(std::integral_constant<int, 3>());
+              continue;
+            }
+          if (nk == 2)
+            block(std::integral_constant<int, 2>());
+          else
+            block(std::integral_constant<int, 1>());
         }
       }
     }
@@ -745,11 +835,12 @@ struct Impl {
         std::max<int64_t>(1, g.slots ? std::min<int64_t>(threads, g.slots) : threads));
 #pragma omp parallel num_threads(nt)
     {
-      if (!packed) pack_all<T>(p, g, w, wt);
-      if (g.depthwise)
+      if (g.depthwise) {
+        if (!packed) pack_all<T>(p, g, w, wt);
         depthwise<T>(p, g, x, wsrc, bias, y, slots);
-      else
-        general<T>(p, g, x, wsrc, bias, y, X, Y, slots);
+      } else {
+        general<T>(p, g, x, packed ? nullptr : w, wt, wsrc, bias, y, X, Y, slots);
+      }
     }
   }
 

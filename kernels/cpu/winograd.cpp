@@ -1,8 +1,15 @@
 // cpu.winograd: Winograd minimal filtering F(m x m, 3 x 3) for 3x3 stride-1 convolutions (Lavin &
 // Gray, CVPR 2016; NNPACK's F(6x6,3x3); accuracy per Barabasz et al. 2018). This file is the
-// Algorithm object, compiled for any x86-64 CPU; the compute is in winograd_avx2.cpp (algorithm,
-// layouts, workspace formula and complexity are documented there).
+// Algorithm object, compiled for any x86-64 CPU (on CPUs without AVX2 + FMA it reports itself
+// not applicable); the compute is in winograd_avx2.cpp (+ winograd_avx512.cpp for the GEMM),
+// whose header documents the algorithm, layouts and workspace formula.
 // Configs: "m2", "m4", "m6" = output tile 2x2, 4x4, 6x6 (input tile 4x4, 6x6, 8x8).
+// Cost: 2 * (m+2)^2 * K * C/g * N * ceil(OH/m) * ceil(OW/m) flops in the GEMMs, i.e. direct
+// convolution's flops divided by 2.25, 4 and 5.06 (before partial tiles), plus the transforms:
+// O((m+2)^2 (C + K) / m^2) per output pixel, and O((m+2)^2 K C/g) for the weights (once per Plan
+// with packed weights).
+// Workspace: U + V + M (see winograd_avx2.cpp). It always includes U, which forward() only uses
+// when no packed weights are given: workspace_bytes() does not know which path a caller takes.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -73,9 +80,10 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
   Schedule s;
   s.avx512 = avx512;
   const int64_t T = std::max(1, threads), P = g.points;
-  // A per-thread pass keeps its V and M in (about half of) a 2 MiB L2; its slices of the shared
-  // workspace must hold it, and more tiles than a thread's share would leave threads idle.
-  int64_t sub = (int64_t{1} << 20) / (4 * P * (g.Cg + g.m_kstride));
+  // A per-thread pass keeps its V and M in (three quarters of) a 2 MiB L2; its slices of the
+  // shared workspace must hold it, and more tiles than a thread's share would leave threads idle.
+  const int64_t l2_bytes = int64_t{1536} << 10, tile_bytes = 4 * P * (g.Cg + g.m_kstride);
+  int64_t sub = l2_bytes / tile_bytes;
   sub = std::min({sub, (g.tiles + T - 1) / T, g.chunk / T});
   auto fits = [&](int64_t n) {
     return T * P * odd_lines(g.Cg * ((n + kVec - 1) / kVec * kVec)) <= g.v_floats;
@@ -88,12 +96,14 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
   while (sub > 0 && !fits(sub)) --sub;
   if (sub < 1) return s;
   // Bytes through the last-level cache: per-thread passes read U once each; shared passes read
-  // U once per chunk but write and read V and M there (weighted double: those are scattered
-  // accesses the prefetchers follow poorly, U is read in long runs).
+  // U once per chunk, and when a chunk's V and M do not fit the threads' L2s also write and read
+  // those there, weighted 4x (fitted to VGG-16 and ResNet-50 timings: those accesses are
+  // scattered over P rows, U is read in long runs, and shared passes wait at three barriers).
   const double u_bytes = 4.0 * P * g.Kp * g.Cg;
   const double per_thread = u_bytes * static_cast<double>((g.tiles + sub - 1) / sub);
-  const double shared = u_bytes * static_cast<double>((g.tiles + g.chunk - 1) / g.chunk) +
-                        2 * 2 * 4.0 * P * (g.Cg + g.m_kstride) * static_cast<double>(g.tiles);
+  double shared = u_bytes * static_cast<double>((g.tiles + g.chunk - 1) / g.chunk);
+  if (g.chunk * tile_bytes > T * l2_bytes)
+    shared += 4 * 2 * static_cast<double>(tile_bytes) * static_cast<double>(g.tiles);
   if (per_thread > shared) return s;
   s.per_thread = true;
   s.sub = sub;
@@ -136,7 +146,7 @@ class Winograd final : public Algorithm {
     // tiny images, where bigger tiles are mostly padding and U (P * K * C floats) is read for
     // only a few tiles.
     if (p.OH() <= 8 || p.OW() <= 8) return {"m2", "m4", "m6"};
-    if (p.Cg() <= 64 && p.OH() >= 56 && p.OW() >= 56) return {"m6", "m4", "m2"};
+    if (p.Cg() <= 128 && p.OH() >= 56 && p.OW() >= 56) return {"m6", "m4", "m2"};
     return {"m4", "m6", "m2"};
   }
 
@@ -169,8 +179,9 @@ class Winograd final : public Algorithm {
 
   // Winograd mixes every input of an alpha x alpha tile into every output of the tile, so an
   // output's error scales with the tile's magnitude while the bound is relative to the output's own
-  // window sum|x*w| + |bias|. Measured (tests/test_winograd.cpp "error model") as max over outputs
-  // of |y - y_ref| / (sum|x*w| + |bias|), in units of u = 2^-24:
+  // window sum|x*w| + |bias|. Measured as max over outputs of |y - y_ref| / (sum|x*w| + |bias|)
+  // against the float64 reference, worst of 25-200 seeded random problems (H, W 4..36, K 16-64)
+  // per cell, in units of u = 2^-24:
   //  - uniform [-1, 1) data, full windows: falls like 1/sqrt(C/g) (random-walk rounding against a
   //    sum|x*w| that grows like C/g): m2 6 -> 1.4, m4 280 -> 24, m6 300 -> 39 for C/g 1 -> 256;
   //  - non-negative x and w (no cancellation): grows like sqrt(C/g) as any fp32 sum does:
@@ -179,16 +190,17 @@ class Winograd final : public Algorithm {
   //    tile with up to alpha^2 pixels; worst seen about (9/r)^1.5 times the full-window error
   //    (pad 1 corners r = 4, pad 2 corners r = 1).
   // Bound = u * (9/r_min)^1.5 * (a / sqrt(C/g) + b + c * sqrt(C/g)), r_min the smallest window in
-  // pixels per channel, with (a, b, c) about 3x above the worst measured: m2 (20, 8, 6),
+  // pixels per channel, with (a, b, c) at least 3x above the worst measured: m2 (20, 8, 6),
   // m4 (900, 90, 20), m6 (1000, 150, 50). For VGG/ResNet layers (pad 1, C/g = 64..512) that is
-  // m2 0.5x, m4 2-3x and m6 about 6x exact_order_error_bound().
+  // m2 0.5x, m4 2-3x and m6 4-6x exact_order_error_bound(). The tests check every config against
+  // it on all layers and 240 random problems, and the sqrt(C/g) term on non-negative data.
   double error_bound(const ConvProblem& p, const std::string& config) const override {
     const double u = std::ldexp(1.0, -24);
     const double n = std::sqrt(static_cast<double>(p.Cg()));
     const double window = static_cast<double>(min_window(p.H, p.pad_top, p.OH()) *
                                               min_window(p.W, p.pad_left, p.OW()));
     const double s = std::pow(9.0 / window, 1.5);
-    switch (winograd::parse_config(config)) {
+    switch (geometry(p, config).m) {
       case 2:
         return u * s * (20 / n + 8 + 6 * n);
       case 4:
