@@ -4,53 +4,30 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <mutex>
-#include <unordered_map>
 
 #include "conv/tuner.hpp"
+#include "problem_fields.hpp"
 
 namespace conv {
 
 namespace {
 
-// Everything a cached choice depends on, as plain integers: hashing it costs nanoseconds, so a
-// known problem is found without building the key text or touching SQLite.
-using CacheKey = std::array<int64_t, 20>;
+// Everything a cached choice depends on besides the problem: device, threads, workspace limit,
+// path. Plain integers, so a known problem is found without building the key text or touching
+// SQLite.
+using CacheKey = std::pair<ProblemFields, std::array<uint64_t, 4>>;
 
 CacheKey cache_key(const ConvProblem& p, const ForwardOptions& o, int threads, ExecPath path) {
-  return {p.N,
-          p.C,
-          p.H,
-          p.W,
-          p.K,
-          p.R,
-          p.S,
-          p.stride_h,
-          p.stride_w,
-          p.pad_top,
-          p.pad_left,
-          p.OH(),
-          p.OW(),
-          p.dilation_h,
-          p.dilation_w,
-          p.groups,
-          static_cast<int64_t>(o.device.kind) * 65536 + o.device.index,
-          threads,
-          static_cast<int64_t>(o.workspace_limit >> 1),
-          static_cast<int64_t>(path)};
+  return {problem_fields(p),
+          {static_cast<uint64_t>(o.device.kind) << 32 | static_cast<uint64_t>(o.device.index),
+           static_cast<uint64_t>(threads), o.workspace_limit, static_cast<uint64_t>(path)}};
 }
-
-struct CacheKeyHash {
-  size_t operator()(const CacheKey& k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
-    return h;
-  }
-};
 
 struct WinnerCache {
   std::mutex mutex;
-  std::unordered_map<CacheKey, Choice, CacheKeyHash> map;
+  std::map<CacheKey, Choice> map;
 };
 
 WinnerCache& winner_cache() {

@@ -196,10 +196,8 @@ int check_all_configs(const conv::ConvProblem& p, uint64_t seed, BoundReport* re
 void check_layer_file(const std::string& file) {
   BoundReport report;
   for (const auto& p : convtest::layer_problems(file, 1)) {
-    DYNAMIC_SECTION(p.name) {
-      INFO(p.key());
-      CHECK(check_all_configs(p, 11, &report) > 0);
-    }
+    INFO(p.name << " " << p.key());
+    CHECK(check_all_configs(p, 11, &report) > 0);
   }
   report.print(file.c_str());
 }
@@ -260,10 +258,8 @@ TEST_CASE("cpu.fft on odd and prime channel counts, batches and depthwise") {
       "mb1ic2ih2iw9oc3kh2kw2sh1sw1ph5pw0dh4dw0",       // dead outputs between alive ones
   };
   for (const char* d : descs) {
-    const auto p = conv::parse_descriptor(d);
-    DYNAMIC_SECTION(d) {
-      CHECK(check_all_configs(p, 77, nullptr) > 0);
-    }
+    INFO(d);
+    CHECK(check_all_configs(conv::parse_descriptor(d), 77, nullptr) > 0);
   }
 }
 
@@ -296,6 +292,30 @@ TEST_CASE("cpu.fft configs, workspace and errors") {
     CHECK_FALSE(ap.ok);
     CHECK(ap.reason.find("63x63") != std::string::npos);
   }
+  SECTION("workspace_bytes is the formula of fft.cpp's header") {
+    const int64_t S = fft::slot_ceiling();
+    auto r64 = [](int64_t b) { return static_cast<size_t>((b + 63) / 64 * 64); };
+    // GEMM path (C' = 64 > 16), 8 lanes: F = 144, 36 tiles = 5 column vectors of F*64*(64+64)
+    // bytes each; 3 fit the 4 MiB block budget, so 2 blocks of 3.
+    auto p = conv::parse_descriptor("mb1ic64ih56iw56oc64kh7kw7ph3pw3");
+    CHECK(a.workspace_bytes(p, "t16") == 64 + 2 * r64(144 * 64 * 3 * 64) +
+                                             r64(std::min<int64_t>(S, 64 * 8) * 144 * 64) +
+                                             r64(1 * 8 * 144 * 64 * 64));
+    CHECK(a.packed_weights_bytes(p, "t16") == 8u * 144 * 64 * 64);
+    // Per-item products (C' = 1): 100 tiles = 13 vectors, 48 blocks of KR = 2 channels.
+    p = conv::parse_descriptor("mb1ic1ih227iw227oc96kh11kw11sh1sw1ph0pw0");
+    CHECK(a.workspace_bytes(p, "t32") ==
+          64 + r64(544 * 1 * 13 * 64) + r64(std::min<int64_t>(S, 48 * 13) * 2 * 544 * 64) +
+              r64(std::min<int64_t>(S, 13) * 544 * 64) + r64(12 * 544 * 1 * 64));
+    if (!suffix().empty())  // 16 lanes: 7 vectors, 24 blocks of KR = 4, Kb = 6
+      CHECK(a.workspace_bytes(p, "t32_avx512") ==
+            64 + r64(544 * 1 * 7 * 128) + r64(std::min<int64_t>(S, 24 * 7) * 4 * 544 * 128) +
+                r64(std::min<int64_t>(S, 7) * 544 * 128) + r64(6 * 544 * 1 * 128));
+    // Depthwise: 16 channel blocks x 4 tiles, F = 2112, one phase.
+    p = conv::parse_descriptor("g128mb1ic128ih56iw56oc128kh31kw31ph15pw15");
+    CHECK(a.workspace_bytes(p, "t64") ==
+          64 + r64(std::min<int64_t>(S, 64) * 2112 * 64) + r64(16 * 2112 * 64));
+  }
   SECTION("bad config and short workspace throw conv::Error naming the field") {
     const auto p = conv::parse_descriptor("mb1ic4ih16iw16oc4kh3kw3ph1pw1");
     CHECK_THROWS_WITH(a.workspace_bytes(p, "t12"), Catch::Contains("config"));
@@ -322,23 +342,45 @@ TEST_CASE("cpu.fft configs, workspace and errors") {
   SECTION("packed weights need only the workspace without the weight region") {
     const auto p = conv::parse_descriptor("mb2ic6ih20iw20oc10kh5kw5ph2pw2");
     convtest::ReferenceCase ref(p, 5);
-    const size_t wbytes = a.packed_weights_bytes(p, "t16");
-    REQUIRE(wbytes > 0);
-    conv::AlignedBuffer packed(wbytes), y(p.y_bytes());
-    a.pack_weights(p, "t16", ref.w(), packed.data(), 2);
-    const size_t need = a.workspace_bytes(p, "t16") - (wbytes + 63) / 64 * 64;
-    conv::AlignedBuffer ws(need);
-    conv::ForwardArgs args;
-    args.x = ref.x();
-    args.bias = ref.bias();
-    args.y = y.floats();
-    args.workspace = ws.data();
-    args.workspace_size = need;
-    args.packed_weights = packed.data();
-    args.threads = 2;
-    conv::poison_nan(y.floats(), p.y_elems());
-    a.forward(p, "t16", args);
-    CHECK(ref.compare(y.floats(), a.error_bound(p, "t16")).ok());
+    for (const std::string& config : std::vector<std::string>{"t16", "t16" + suffix()}) {
+      INFO(config);
+      const size_t wbytes = a.packed_weights_bytes(p, config);
+      REQUIRE(wbytes > 0);
+      conv::AlignedBuffer packed(wbytes), y(p.y_bytes());
+      a.pack_weights(p, config, ref.w(), packed.data(), 2);
+      const size_t need = a.workspace_bytes(p, config) - (wbytes + 63) / 64 * 64;
+      conv::AlignedBuffer ws(need);
+      conv::ForwardArgs args;
+      args.x = ref.x();
+      args.bias = ref.bias();
+      args.y = y.floats();
+      args.workspace = ws.data();
+      args.workspace_size = need;
+      args.packed_weights = packed.data();
+      args.threads = 2;
+      conv::poison_nan(y.floats(), p.y_elems());
+      a.forward(p, config, args);
+      CHECK(ref.compare(y.floats(), a.error_bound(p, config)).ok());
+    }
+  }
+  SECTION("a workspace that is not 64-byte aligned still suffices at workspace_bytes") {
+    const auto p = conv::parse_descriptor("g4mb2ic8ih19iw17oc8kh7kw5sh2sw1ph3pw2");
+    convtest::ReferenceCase ref(p, 6);
+    for (const std::string& config : std::vector<std::string>{"t16", "t16" + suffix()}) {
+      INFO(config);
+      const size_t need = a.workspace_bytes(p, config);
+      conv::AlignedBuffer ws(need + 64), y(p.y_bytes());
+      conv::ForwardArgs args;
+      args.x = ref.x();
+      args.w = ref.w();
+      args.bias = ref.bias();
+      args.y = y.floats();
+      args.workspace = static_cast<char*>(ws.data()) + 4;
+      args.workspace_size = need;
+      conv::poison_nan(y.floats(), p.y_elems());
+      a.forward(p, config, args);
+      CHECK(ref.compare(y.floats(), a.error_bound(p, config)).ok());
+    }
   }
 }
 

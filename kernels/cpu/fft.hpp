@@ -1,6 +1,7 @@
-// Internals of cpu.fft shared by fft.cpp (Algorithm object and geometry, compiled for the
-// baseline ISA), fft_avx2.cpp (AVX2/FMA transforms, products and drivers) and
-// tests/test_fft.cpp. Not part of the public API. The method is described in fft.cpp.
+// Internals of cpu.fft shared by fft.cpp (Algorithm object, configs and geometry, compiled for
+// the baseline ISA), fft_avx2.cpp / fft_avx512.cpp (the kernels of fft_impl.hpp built for 8 and
+// 16 lanes) and tests/test_fft.cpp. Not part of the public API. fft.cpp describes the method,
+// the layouts and the exact workspace formula.
 #pragma once
 
 #include <cstddef>
@@ -12,8 +13,13 @@
 
 namespace conv::kernels::fft {
 
-constexpr int kMaxSlots = 32;  ///< per-thread scratch slots, so at most this many threads
-constexpr int kTiles[] = {8, 16, 32, 64};
+/// Per-thread scratch slots the workspace provides: max(omp_get_num_procs(),
+/// omp_get_max_threads()) taken once per process (as cpu.onednn sizes its scratchpad), so
+/// workspace_bytes() never changes within a process. forward() runs the slot stages with at
+/// most this many threads.
+int slot_ceiling();
+
+constexpr int kTiles[] = {8, 16, 32, 64};  ///< tile sizes of the configs
 
 /// Output channels per register block of the frequency-domain GEMM for a vector width.
 constexpr int gemm_kr(int lanes) {
@@ -56,10 +62,9 @@ struct Geometry {
   // Outputs whose receptive field holds no input pixel are written as bias only, so the
   // transform's rounding leak never lands on them. Alive rows are [oh_lo, oh_hi) unless
   // row_gaps (H < dilation_h: then each row is tested).
+  // Same for columns with col_gaps (W < dilation_w).
   int64_t oh_lo = 0, oh_hi = 0, ow_lo = 0, ow_hi = 0;
   bool row_gaps = false, col_gaps = false;
-  /// Fewest input pixels (per channel) any alive output reads, for the error bound.
-  int64_t min_overlap = 1;
 
   bool depthwise = false;  ///< C/g == K/g == 1: lanes run over channels, elementwise product
 
@@ -74,11 +79,12 @@ struct Geometry {
   int64_t Cb = 0;     ///< ceil(C / lanes)
   int64_t items = 0;  ///< work items of the slot stage (per-item products or depthwise)
 
-  int64_t slots = 0;  ///< scratch slots (= most threads used by the slot stage)
+  int64_t slots = 0;  ///< scratch slots: min(items, slot_ceiling()) (most threads of that stage)
   int64_t slot_floats = 0;
+  int64_t tslots = 0;  ///< general path: forward-transform scratch slots of F elements each
 
   // Workspace layout, byte offsets from the 64-aligned workspace start.
-  size_t x_off = 0, y_off = 0, slot_off = 0, w_off = 0;
+  size_t x_off = 0, y_off = 0, slot_off = 0, tslot_off = 0, w_off = 0;
   size_t w_bytes = 0;      ///< transformed weights (= packed_weights_bytes)
   size_t total_bytes = 0;  ///< workspace_bytes: 64 (alignment) + everything
 };
@@ -90,8 +96,9 @@ Geometry make_geometry(const ConvProblem& p, const Config& c);
 // ---- ISA entry points (fft_avx2.cpp: lanes 8; fft_avx512.cpp: lanes 16). Call only when
 // conv::cpu_isa() supports them. ----
 
-/// Transforms KCRS weights into the layout of Geometry (general: [g][f][c'][Kb][2*lanes],
-/// depthwise: [Cb][P][f][2*lanes]), conjugated and scaled by 1/(4 t^2).
+/// Transforms KCRS weights into the layout of Geometry (general: [g][Kb][f][c'][2*lanes],
+/// depthwise: [Cb][P][f][2*lanes]), conjugated and scaled by 1/(4 t^2). `packed` holds
+/// g.w_bytes bytes.
 void pack_weights_avx2(const ConvProblem& p, const Geometry& g, const float* w, float* packed,
                        int threads);
 void pack_weights_avx512(const ConvProblem& p, const Geometry& g, const float* w, float* packed,

@@ -30,6 +30,7 @@
 
 #include "conv/algorithm.hpp"
 #include "kernels.hpp"
+#include "problem_fields.hpp"
 
 namespace conv::kernels {
 namespace {
@@ -180,30 +181,10 @@ Design make_design(const ConvProblem& p, Variant v, const memory::desc* packed_w
   return d;
 }
 
-// Cache keys: every field of the problem that changes the convolution (not its name), so a lookup
-// allocates nothing.
-using ProblemKey = std::array<int64_t, 19>;
+// Cache key: the problem's fields plus the variant, so a lookup allocates nothing.
+using ProblemKey = std::tuple<ProblemFields, int>;
 ProblemKey problem_key(const ConvProblem& p, Variant v) {
-  const auto dtype = static_cast<int64_t>(p.dtype), layout = static_cast<int64_t>(p.layout);
-  return {p.N,
-          p.C,
-          p.H,
-          p.W,
-          p.K,
-          p.R,
-          p.S,
-          p.stride_h,
-          p.stride_w,
-          p.pad_top,
-          p.pad_left,
-          p.pad_bottom,
-          p.pad_right,
-          p.dilation_h,
-          p.dilation_w,
-          p.groups,
-          dtype,
-          layout,
-          static_cast<int64_t>(v)};
+  return {problem_fields(p), static_cast<int>(v)};
 }
 
 // Thread-count-independent facts about (problem, variant), computed once.

@@ -165,7 +165,7 @@ class Winograd final : public Algorithm {
     if (!a.x || !a.y) throw Error(std::string(a.x ? "y" : "x") + ": null tensor");
     if (!a.w && !a.packed_weights) throw Error("w: null and no packed weights");
     require_avx2();
-    const int threads = std::max(1, a.threads);
+    const int threads = resolve_threads(a.threads);  // 0 (or less): the OpenMP default
     float* ws = static_cast<float*>(a.workspace);
     const float* u = static_cast<const float*>(a.packed_weights);
     if (!u) {
@@ -220,7 +220,8 @@ class Winograd final : public Algorithm {
     if (!w) throw Error("w: null tensor");
     if (!packed) throw Error("packed: null buffer");
     require_avx2();
-    winograd::transform_weights_avx2(p, g, w, static_cast<float*>(packed), std::max(1, threads));
+    winograd::transform_weights_avx2(p, g, w, static_cast<float*>(packed),
+                                     resolve_threads(threads));
   }
 
  private:
