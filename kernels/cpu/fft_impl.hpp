@@ -33,7 +33,6 @@
 #include <cstring>
 #include <type_traits>
 #include <vector>
-#include <cstdlib>
 
 #include "fft.hpp"
 
@@ -753,37 +752,15 @@ struct Impl {
           }
           forward2d<T>(rows, T, X + jv * xs_j + cp * kSlot, fs, false, scratch);
         };
+        // The weight transforms (unpacked weights) share the first block's loop: one barrier
+        // fewer.
         const int64_t nw = w && grp == 0 && blk == 0 ? weight_items(p, g) : 0;
-        static const int mode = getenv("FFT_MODE") ? atoi(getenv("FFT_MODE")) : 0;  // TEMP
-        if (nw > 0 && mode == 1) {
 #pragma omp for schedule(static)
-          for (int64_t it = 0; it < nw + Cp * Jv; ++it) {
-            if (it < nw)
-              weight_item<T>(p, g, w, wdst, it, scratch);
-            else
-              input_item((it - nw) / Jv, (it - nw) % Jv);
-          }
-        } else if (nw > 0 && mode == 2) {
-#pragma omp for schedule(dynamic)
-          for (int64_t it = 0; it < nw + Cp * Jv; ++it) {
-            if (it < nw)
-              weight_item<T>(p, g, w, wdst, it, scratch);
-            else
-              input_item((it - nw) / Jv, (it - nw) % Jv);
-          }
-        } else if (nw > 0) {
-          // The weight transforms share this loop (one barrier fewer); round-robin keeps the
-          // cheaper weight items spread over the threads.
-#pragma omp for schedule(static, 1)
-          for (int64_t it = 0; it < nw + Cp * Jv; ++it) {
-            if (it < nw)
-              weight_item<T>(p, g, w, wdst, it, scratch);
-            else
-              input_item((it - nw) / Jv, (it - nw) % Jv);
-          }
-        } else {
-#pragma omp for schedule(static)
-          for (int64_t it = 0; it < Cp * Jv; ++it) input_item(it / Jv, it % Jv);
+        for (int64_t it = 0; it < nw + Cp * Jv; ++it) {
+          if (it < nw)
+            weight_item<T>(p, g, w, wdst, it, scratch);
+          else
+            input_item((it - nw) / Jv, (it - nw) % Jv);
         }
         if (!g.fused) {
 #pragma omp for schedule(static)
