@@ -4,7 +4,9 @@
 
 #include <cpu_features/cpuinfo_x86.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
@@ -34,9 +36,16 @@ std::string Device::name() const {
 CpuIsa cpu_isa() {
   static const CpuIsa isa = [] {
     const cpu_features::X86Features f = cpu_features::GetX86Info().features;
-    if (f.avx512f && f.avx512bw && f.avx512vl && f.fma3) return CpuIsa::avx512;
-    if (f.avx2 && f.fma3) return CpuIsa::avx2;
-    return CpuIsa::scalar;
+    CpuIsa detected = CpuIsa::scalar;
+    if (f.avx2 && f.fma3) detected = CpuIsa::avx2;
+    if (f.avx512f && f.avx512bw && f.avx512vl && f.fma3) detected = CpuIsa::avx512;
+    // Like oneDNN's ONEDNN_MAX_CPU_ISA: run (and test) the narrower kernels on a wider CPU.
+    const char* cap = std::getenv("CONVTUNE_MAX_ISA");
+    if (!cap || !*cap) return detected;
+    for (CpuIsa i : {CpuIsa::scalar, CpuIsa::avx2, CpuIsa::avx512})
+      if (std::string(cap) == to_string(i)) return std::min(i, detected);
+    throw Error(std::string("CONVTUNE_MAX_ISA: expected scalar, avx2 or avx512, got \"") + cap +
+                "\"");
   }();
   return isa;
 }

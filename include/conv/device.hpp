@@ -27,7 +27,9 @@ struct Device {
   bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
 };
 
-/// The instruction set the CPU kernels may use on this machine (detected with cpu_features).
+/// The instruction set the CPU kernels may use on this machine: detected with cpu_features, capped
+/// by the environment variable CONVTUNE_MAX_ISA (scalar, avx2, avx512) when set. Throws
+/// conv::Error naming CONVTUNE_MAX_ISA for another value.
 enum class CpuIsa { scalar, avx2, avx512 };
 CpuIsa cpu_isa();
 const char* to_string(CpuIsa isa);
