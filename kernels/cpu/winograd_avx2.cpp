@@ -46,6 +46,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cpu/transpose_avx2.hpp"
 #include "cpu/winograd.hpp"
 #include "cpu/winograd_transforms.hpp"
 
@@ -70,23 +71,8 @@ struct Arith<__m256> {
 
 namespace {
 
-inline void transpose8(__m256 r[8]) {
-  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
-  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
-  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
-  r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
-  r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+inline void transpose8x8_avx(__m256 r[8]) {
+  transpose8x8_avx(r);
 }
 
 // Loads the first A floats at `src` (no read past them); the other lanes are zero.
@@ -237,7 +223,7 @@ void input_channel(const ConvProblem& p, const TileGroup& tg, const float* xc, i
         r[q] = _mm256_setr_ps(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
       }
     }
-    transpose8(r);
+    transpose8x8_avx(r);
     __m256 out[A];
     input_1d<M>(r, out);
     for (int j = 0; j < A; ++j) _mm256_store_ps(h[i][j], out[j]);
@@ -382,7 +368,7 @@ void output_tile(const Geometry& g, const float* mt, int rows, int cols, int64_t
   const int64_t OHW = g.OH * g.OW;
   for (int i = 0; i < rows; ++i) {
     for (int j = M; j < 8; ++j) o[i][j] = _mm256_setzero_ps();
-    transpose8(o[i]);  // now o[i][q] = row i of channel k0 + q
+    transpose8x8_avx(o[i]);  // now o[i][q] = row i of channel k0 + q
     for (int q = 0; q < kcount; ++q) {
       float* dst = y0 + q * OHW + i * g.OW;
       if (cols == M) {
