@@ -71,10 +71,6 @@ struct Arith<__m256> {
 
 namespace {
 
-inline void transpose8x8_avx(__m256 r[8]) {
-  transpose8x8_avx(r);
-}
-
 // Loads the first A floats at `src` (no read past them); the other lanes are zero.
 template <int A>
 inline __m256 load_row(const float* src) {
