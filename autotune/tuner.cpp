@@ -36,6 +36,7 @@ double median(std::vector<double> v) {
 }
 
 std::string mib(size_t bytes) {
+  if (bytes < 1048576) return std::to_string(bytes) + " bytes";
   std::ostringstream s;
   s.precision(1);
   s << std::fixed << bytes / 1048576.0 << " MiB";
@@ -149,6 +150,13 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   r.problem = p;
   r.fingerprint = ops.fingerprint(threads);
 
+  // Fresh random data on the host first: a problem too big for memory fails here, before any
+  // algorithm is asked about it.
+  AlignedBuffer hx(p.x_bytes()), hw(p.w_bytes()), hb(p.K * 4), hy(p.y_bytes()), poison(p.y_bytes());
+  fill_uniform(hx.floats(), p.x_elems(), o.seed);
+  fill_uniform(hw.floats(), p.w_elems(), o.seed + 1);
+  fill_uniform(hb.floats(), p.K, o.seed + 2);
+  poison_nan(poison.floats(), p.y_elems());
   // Candidates: every applicable algorithm x config of the registry view for this device.
   struct Pending {
     const Algorithm* algo;
@@ -169,12 +177,6 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
     for (auto& c : a->configs(p)) pending.push_back({a, c});
   }
 
-  // Fresh random data on the host, then on the device.
-  AlignedBuffer hx(p.x_bytes()), hw(p.w_bytes()), hb(p.K * 4), hy(p.y_bytes()), poison(p.y_bytes());
-  fill_uniform(hx.floats(), p.x_elems(), o.seed);
-  fill_uniform(hw.floats(), p.w_elems(), o.seed + 1);
-  fill_uniform(hb.floats(), p.K, o.seed + 2);
-  poison_nan(poison.floats(), p.y_elems());
   Trusted trusted;
   if (o.check && !pending.empty())
     trusted = trusted_result(p, hx.floats(), hw.floats(), hb.floats(), o, threads);

@@ -302,6 +302,7 @@ ConvProblem parse_descriptor(std::string_view text) {
 // ---- descriptor printing -------------------------------------------------------------------
 
 std::string to_descriptor(const ConvProblem& p) {
+  p.validate();
   // oh/ow are written only when the end padding changes the output size from what padding
   // ph/pw on both sides gives: extra end padding that adds no output row is not part of the
   // convolution (see key()), and leaving it out makes the text canonical.

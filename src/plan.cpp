@@ -15,6 +15,7 @@ struct Plan::Impl {
   DeviceBuffer workspace;
   DeviceBuffer packed;
   bool has_packed = false;
+  const float* kept_w = nullptr;  // the caller's weights, for algorithms that do not pack
 };
 
 Plan::Plan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -78,22 +79,33 @@ Plan Plan::create(const ConvProblem& p, const std::string& algo_id, const std::s
   return Plan(std::move(impl));
 }
 
+Plan::Impl& Plan::impl() const {
+  if (!impl_) throw Error("Plan: this plan was moved from");
+  return *impl_;
+}
+
 void Plan::pack_weights(const float* w) {
+  impl();
   if (!w) throw Error("w: null weight tensor");
   impl_->ops->check_pointer(w, "w");
   const Choice& c = impl_->choice;
   const size_t bytes = c.algo->packed_weights_bytes(impl_->problem, c.config);
-  if (bytes == 0) return;  // this algorithm reads w directly on every call
+  if (bytes == 0) {  // this algorithm reads w directly on every call: keep the caller's pointer
+    impl_->kept_w = w;
+    return;
+  }
   impl_->packed.reserve(*impl_->ops, bytes);
   c.algo->pack_weights(impl_->problem, c.config, w, impl_->packed.data(), impl_->options.threads);
   impl_->has_packed = true;
 }
 
 bool Plan::has_packed_weights() const {
-  return impl_->has_packed;
+  return impl().has_packed || impl().kept_w;
 }
 
 void Plan::execute(const float* x, const float* w, const float* bias, float* y) {
+  impl();
+  if (!w) w = impl_->kept_w;
   if (!x) throw Error("x: null input tensor");
   if (!y) throw Error("y: null output tensor");
   if (!w && !impl_->has_packed) throw Error("w: null weight tensor and no packed weights");
@@ -116,13 +128,13 @@ void Plan::execute(const float* x, const float* w, const float* bias, float* y) 
 }
 
 const ConvProblem& Plan::problem() const {
-  return impl_->problem;
+  return impl().problem;
 }
 const ForwardResult& Plan::choice() const {
-  return impl_->result;
+  return impl().result;
 }
 size_t Plan::workspace_bytes() const {
-  return impl_->choice.workspace_bytes;
+  return impl().choice.workspace_bytes;
 }
 
 }  // namespace conv

@@ -34,10 +34,12 @@ int64_t checked_product(std::initializer_list<int64_t> factors) {
 }  // namespace
 
 int64_t ConvProblem::OH() const {
+  if (stride_h < 1) return 0;  // unvalidated problem: no division by zero
   return (H + pad_top + pad_bottom - extent(R, dilation_h)) / stride_h + 1;
 }
 
 int64_t ConvProblem::OW() const {
+  if (stride_w < 1) return 0;
   return (W + pad_left + pad_right - extent(S, dilation_w)) / stride_w + 1;
 }
 
@@ -107,6 +109,7 @@ void ConvProblem::validate() const {
 }
 
 std::string ConvProblem::key() const {
+  validate();
   // Written with oh/ow, so bottom/right padding that yields no extra output row or column (and
   // thus does not change the convolution) does not change the key either.
   std::ostringstream s;

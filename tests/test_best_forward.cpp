@@ -287,4 +287,13 @@ TEST_CASE("Plan::create chooses on the packed path and runs correctly") {
             .lookup(conv::Device::cpu().fingerprint(), p.key(), conv::ExecPath::packed)
             .has_value());
   CHECK_THROWS_WITH(plan.execute(nullptr, ref.w(), nullptr, y.floats()), Catch::Contains("x:"));
+
+  // A moved-from Plan says so instead of crashing.
+  conv::Plan moved = std::move(plan);
+  CHECK_THROWS_WITH(plan.execute(ref.x(), ref.w(), nullptr, y.floats()),
+                    Catch::Contains("moved from"));
+  CHECK_THROWS_AS(plan.choice(), conv::Error);
+  conv::poison_nan(y.floats(), p.y_elems());
+  moved.execute(ref.x(), nullptr, ref.bias(), y.floats());
+  CHECK(ref.compare(y.floats(), a->error_bound(p, moved.choice().config)).ok());
 }

@@ -112,6 +112,13 @@ TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
   auto bad_device = autotune("explain mb1ic1ih8oc1kh3 --device gpu7");
   CHECK(bad_device.code == 2);
   CHECK_THAT(bad_device.out, Catch::Contains("device"));
+  auto no_algo =
+      autotune("tune mb1ic1ih8oc1kh3 --algo nothing-matches --db /tmp/convtune-unused.sqlite");
+  CHECK(no_algo.code == 2);
+  CHECK_THAT(no_algo.out, Catch::Contains("--algo"));
+  auto empty_db = autotune("tune mb1ic1ih8oc1kh3 --db ''");
+  CHECK(empty_db.code == 2);
+  CHECK_THAT(empty_db.out, Catch::Contains("--db"));
   auto help = autotune("tune --help");
   CHECK(help.code == 0);
   CHECK_THAT(help.out, Catch::Contains("--batch"));

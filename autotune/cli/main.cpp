@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "../peak.hpp"
 #include "conv/conv.hpp"
@@ -81,11 +82,12 @@ struct Common {
   std::string device = "cpu";
   bool json = false;
   void add_to(CLI::App* app, bool with_db) {
-    app->add_option("--threads", threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
+    app->add_option("--threads", threads, "CPU threads (0 = all)")->check(CLI::Range(0, 1024));
     if (with_db)
-      app->add_option(
-          "--db", db,
-          "perf database path (default: CONVTUNE_PERFDB or ~/.cache/convtune/perfdb.sqlite)");
+      app->add_option("--db", db,
+                      "perf database path (default: $CONVTUNE_PERFDB, else "
+                      "$XDG_CACHE_HOME/convtune/perfdb.sqlite, else ~/.cache/convtune/...)")
+          ->check([](const std::string& v) { return v.empty() ? "--db: empty path" : ""; });
     app->add_option("--device", device, "cpu or cuda:N");
     app->add_flag("--json", json, "print JSON instead of tables");
   }
@@ -107,16 +109,26 @@ struct TuneArgs {
     app->add_option("--algo", algo,
                     "only algorithms whose id contains one of these comma-separated substrings");
     app->add_option("--budget", budget_s, "time budget per problem, seconds")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(0.001, 1e6));
     app->add_option("--min-runs", min_runs, "timed runs per candidate, at least")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1000000));
     app->add_option("--min-ms", min_ms, "timed milliseconds per candidate, at least")
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0.0, 1e6));
     app->add_option("--workspace-limit", workspace_mib,
                     "largest workspace a candidate may use, MiB")
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0.0, 1e12));
+  }
+  // A pattern that names no registered algorithm is a typo, not an empty search.
+  void check_algo_pattern() const {
+    if (algo.empty()) return;
+    std::stringstream ss(algo);
+    for (std::string part; std::getline(ss, part, ',');)
+      for (const conv::Algorithm* a : conv::registry())
+        if (!part.empty() && a->id().find(part) != std::string_view::npos) return;
+    throw UsageError("--algo: \"" + algo + "\" matches no registered algorithm");
   }
   conv::TuneOptions options(const Common& c, const conv::Device& d) const {
+    check_algo_pattern();
     conv::TuneOptions o;
     o.device = d;
     o.threads = c.threads;
@@ -191,6 +203,9 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
     ++measured;
     conv::store_result(db, r);
     layers.push_back(outcome_from_tune(r));
+    // The stored rows carry the date the database gave them.
+    layers.back().winner = db.lookup(fingerprint, p.key(), conv::ExecPath::oneshot);
+    layers.back().packed_winner = db.lookup(fingerprint, p.key(), conv::ExecPath::packed);
     const double per = elapsed() / measured;
     std::cerr << " done; elapsed " << static_cast<int>(elapsed()) << " s, ETA about "
               << static_cast<int>(per * (problems.size() - i - 1)) << " s\n";
@@ -198,7 +213,7 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
   if (c.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& l : layers) j.push_back(conv::cli::to_json(l));
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << "device: " << fingerprint << "\nperf database: " << db.path() << "\n\n";
     conv::cli::print_tune_table(std::cout, layers);
@@ -238,7 +253,8 @@ int run_explain(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
       }
     }
   }
-  if (c.json) std::cout << all.dump(2) << "\n";
+  if (c.json)
+    std::cout << all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return 0;
 }
 
@@ -251,7 +267,7 @@ int run_show(const Common& c) {
     nlohmann::json j = {{"fingerprint", fingerprint}, {"perfdb", db.path()}};
     j["winners"] = nlohmann::json::array();
     for (const auto& e : entries) j["winners"].push_back(conv::cli::to_json(e));
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::cout << "device: " << fingerprint << "\nperf database: " << db.path() << "\n\n";

@@ -66,7 +66,8 @@ void print_tune_table(std::ostream& out, const std::vector<LayerOutcome>& layers
                 "median ms", "GFLOP/s", (vendor + " ms").c_str(), "speed-up", "source");
   out << line << std::string(118, '-') << "\n";
   for (const auto& l : layers) {
-    std::string winner = l.winner ? l.winner->algo_id + " " + l.winner->config : "(none correct)";
+    std::string winner =
+        l.winner ? l.winner->algo_id + " " + l.winner->config : "(no candidate ok)";
     const double ms = l.winner ? l.winner->median_ms : -1;
     const PerfCandidate* b = baseline(l);
     const double bms = b ? b->median_ms : -1;

@@ -81,12 +81,15 @@ class Plan {
   Plan& operator=(Plan&&) noexcept;
   ~Plan();
 
-  /// Transforms and keeps the weights (K x C/g x R x S); later execute() calls ignore their `w`.
-  /// A no-op copy-free reference for algorithms that do not pack: w is then required per call.
+  /// Transforms and keeps the weights (K x C/g x R x S); later execute() calls may pass a null
+  /// `w`. For algorithms that do not pack, the Plan keeps the pointer instead, so `w` must stay
+  /// valid and unchanged while the Plan uses it. Throws conv::Error for a null `w`.
   void pack_weights(const float* w);
+  /// Whether execute() may be called with a null `w`.
   bool has_packed_weights() const;
 
-  /// Runs the chosen algorithm. `w` may be null after pack_weights().
+  /// Runs the chosen algorithm; `w` may be null after pack_weights(). Throws conv::Error for null
+  /// x or y. Every member throws conv::Error on a moved-from Plan.
   void execute(const float* x, const float* w, const float* bias, float* y);
 
   const ConvProblem& problem() const;
@@ -96,6 +99,7 @@ class Plan {
   struct Impl;  ///< opaque
 
  private:
+  Impl& impl() const;
   explicit Plan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -34,7 +34,7 @@ enum class CpuIsa { scalar, avx2, avx512 };
 CpuIsa cpu_isa();
 const char* to_string(CpuIsa isa);
 
-/// Resolves a thread count: 0 means omp_get_max_threads().
+/// Resolves a thread count: 0 means omp_get_max_threads(); negative throws conv::Error ("threads").
 int resolve_threads(int threads);
 
 /// convtune's version string ("MAJOR.MINOR.PATCH").

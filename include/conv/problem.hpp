@@ -52,7 +52,7 @@ struct ConvProblem {
 
   /// Canonical perf-database key: the descriptor with every field explicit and no name, e.g.
   /// "g1mb1ic3ih227iw227oc96oh55ow55kh11kw11sh4sw4ph0pw0dh0dw0". Two problems have the same key
-  /// exactly when they are the same convolution.
+  /// exactly when they are the same convolution. Throws as validate() for an invalid problem.
   std::string key() const;
 
   bool operator==(const ConvProblem& o) const;  ///< compares every field but name

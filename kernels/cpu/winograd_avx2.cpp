@@ -77,7 +77,9 @@ inline __m256 load_row(const float* src) {
   if constexpr (A == 8) {
     return _mm256_loadu_ps(src);
   } else if constexpr (A == 6) {
-    const __m128 hi = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(src + 4)));
+    double pair;  // two floats; memcpy because src + 4 need not be 8-byte aligned
+    std::memcpy(&pair, src + 4, sizeof pair);
+    const __m128 hi = _mm_castpd_ps(_mm_set_sd(pair));
     return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(src)), hi, 1);
   } else {
     return _mm256_insertf128_ps(_mm256_setzero_ps(), _mm_loadu_ps(src), 0);
