@@ -82,6 +82,27 @@ void warn_once(const std::string& message) {
 
 }  // namespace
 
+Choice named_choice(const ConvProblem& p, const std::string& algo_id, const std::string& config,
+                    const Device& device) {
+  const Algorithm* a = find_algorithm(algo_id);
+  if (!a) throw Error("algo_id: unknown algorithm \"" + algo_id + "\"");
+  if (a->device() != device.kind)
+    throw Error("algo_id: " + algo_id + " does not run on " + device.name());
+  Applicability ok = a->applicable(p);
+  if (!ok.ok)
+    throw Error("algo_id: " + algo_id + " is not applicable to " + p.key() + ": " + ok.reason);
+  bool known = false;
+  for (const auto& c : a->configs(p)) known = known || c == config;
+  if (!known)
+    throw Error("config: " + algo_id + " has no config \"" + config + "\" for " + p.key());
+  Choice c;
+  c.algo = a;
+  c.config = config;
+  c.source = ChoiceSource::heuristic;
+  c.workspace_bytes = a->workspace_bytes(p, config);
+  return c;
+}
+
 FindMode effective_find_mode(const ForwardOptions& o) {
   if (const char* env = std::getenv("CONVTUNE_FIND_MODE")) {
     try {

@@ -19,6 +19,11 @@ struct Choice {
 /// Throws conv::Error as best_forward documents.
 Choice choose(const ConvProblem& p, const ForwardOptions& options, ExecPath path);
 
+/// One named algorithm and config for `p` on `device`, checked: throws conv::Error naming
+/// algo_id (unknown, other device, not applicable, with the reason) or config (unknown).
+Choice named_choice(const ConvProblem& p, const std::string& algo_id, const std::string& config,
+                    const Device& device);
+
 /// CONVTUNE_FIND_MODE if set (throws conv::Error naming it when invalid), else options'.
 FindMode effective_find_mode(const ForwardOptions& options);
 

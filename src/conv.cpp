@@ -77,19 +77,10 @@ void forward(const std::string& algo_id, const std::string& config, const ConvPr
              const float* x, const float* w, const float* bias, float* y, void* workspace,
              size_t workspace_size, int threads) {
   p.validate();
-  const Algorithm* algo = find_algorithm(algo_id);
-  if (!algo) throw Error("algo_id: unknown algorithm \"" + algo_id + "\"");
-  if (algo->device() != Device::Kind::cpu)
-    throw Error("algo_id: " + algo_id + " runs on a GPU; use best_forward or Plan with a device");
+  const Choice c = named_choice(p, algo_id, config, Device::cpu());
+  const Algorithm* algo = c.algo;
   check_tensors(device_ops(Device::cpu()), x, w, bias, y);
-  Applicability ok = algo->applicable(p);
-  if (!ok.ok)
-    throw Error("algo_id: " + algo_id + " is not applicable to " + p.key() + ": " + ok.reason);
-  bool known = false;
-  for (const auto& c : algo->configs(p)) known = known || c == config;
-  if (!known)
-    throw Error("config: " + algo_id + " has no config \"" + config + "\" for " + p.key());
-  const size_t need = algo->workspace_bytes(p, config);
+  const size_t need = c.workspace_bytes;
   if (workspace_size < need || (need > 0 && !workspace))
     throw Error("workspace: " + algo_id + " " + config + " needs " + std::to_string(need) +
                 " bytes, got " + std::to_string(workspace ? workspace_size : 0));

@@ -60,21 +60,7 @@ Plan Plan::create(const ConvProblem& p, const ForwardOptions& o) {
 Plan Plan::create(const ConvProblem& p, const std::string& algo_id, const std::string& config,
                   const ForwardOptions& o) {
   auto impl = make_impl(p, o);
-  const Algorithm* a = find_algorithm(algo_id);
-  if (!a) throw Error("algo_id: unknown algorithm \"" + algo_id + "\"");
-  if (a->device() != o.device.kind)
-    throw Error("algo_id: " + algo_id + " does not run on " + o.device.name());
-  Applicability ok = a->applicable(p);
-  if (!ok.ok)
-    throw Error("algo_id: " + algo_id + " is not applicable to " + p.key() + ": " + ok.reason);
-  bool known = false;
-  for (const auto& c : a->configs(p)) known = known || c == config;
-  if (!known)
-    throw Error("config: " + algo_id + " has no config \"" + config + "\" for " + p.key());
-  impl->choice.algo = a;
-  impl->choice.config = config;
-  impl->choice.source = ChoiceSource::heuristic;
-  impl->choice.workspace_bytes = a->workspace_bytes(p, config);
+  impl->choice = named_choice(p, algo_id, config, o.device);
   finish(*impl);
   return Plan(std::move(impl));
 }

@@ -147,18 +147,6 @@ LayerOutcome outcome_from_tune(const conv::TuneResult& r) {
   o.fingerprint = r.fingerprint;
   o.source = "tuned";
   o.candidates = r.to_records();
-  auto winner = [&](int i, bool packed) -> std::optional<conv::PerfWinner> {
-    if (i < 0) return std::nullopt;
-    const auto& c = r.candidates[i];
-    conv::PerfWinner w;
-    w.algo_id = c.algo_id;
-    w.config = c.config;
-    w.median_ms = packed && c.packed_median_ms >= 0 ? c.packed_median_ms : c.median_ms;
-    w.version = conv::version();
-    return w;
-  };
-  o.winner = winner(r.winner, false);
-  o.packed_winner = winner(r.packed_winner, true);
   o.tuned = r;
   return o;
 }
@@ -203,7 +191,7 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
     ++measured;
     conv::store_result(db, r);
     layers.push_back(outcome_from_tune(r));
-    // The stored rows carry the date the database gave them.
+    // The winners as stored, with the date the database gave them.
     layers.back().winner = db.lookup(fingerprint, p.key(), conv::ExecPath::oneshot);
     layers.back().packed_winner = db.lookup(fingerprint, p.key(), conv::ExecPath::packed);
     const double per = elapsed() / measured;
