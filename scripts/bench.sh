@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 layers="${CONVTUNE_LAYERS:-$(pwd)/../shared/layers}"
-[ -x build/autotune ] || ./scripts/build.sh
+[ -x build/autotune ] || ./scripts/build.sh autotune
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(seed_alexnet_conv1.txt resnet50.txt vgg16.txt large_kernels.txt)
 db="$(mktemp -d)/bench.sqlite"

@@ -6,6 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-./scripts/build.sh
+./scripts/build.sh autotune  # the library and the CLI; not the tests
 layers="${CONVTUNE_LAYERS:-$(pwd)/../shared/layers}"
 exec ./build/autotune tune --batch "$layers/seed_alexnet_conv1.txt" "$@"

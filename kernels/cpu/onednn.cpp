@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -80,8 +81,27 @@ int thread_ceiling() {
   return ceiling;
 }
 
+// CONVTUNE_MAX_ISA caps the baseline too, so a capped run compares like with like: oneDNN's
+// own ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) wins when set. oneDNN accepts the cap only before
+// its first ISA query; when the process used oneDNN before us, its setting stays.
+void cap_onednn_isa() {
+  const char* ours = std::getenv("CONVTUNE_MAX_ISA");
+  if (!ours || !*ours || std::getenv("ONEDNN_MAX_CPU_ISA") || std::getenv("DNNL_MAX_CPU_ISA"))
+    return;
+  const CpuIsa isa = cpu_isa();
+  try {
+    dnnl::set_max_cpu_isa(isa == CpuIsa::avx512 ? dnnl::cpu_isa::avx512_core
+                          : isa == CpuIsa::avx2 ? dnnl::cpu_isa::avx2
+                                                : dnnl::cpu_isa::sse41);
+  } catch (const dnnl::error&) {
+  }
+}
+
 const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static const dnnl::engine engine = [] {
+    cap_onednn_isa();
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return engine;
 }
 
