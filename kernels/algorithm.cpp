@@ -15,6 +15,14 @@ double Algorithm::error_bound(const ConvProblem& p, const std::string& /*config*
   return exact_order_error_bound(p);
 }
 
+std::vector<double> error_scale(const Algorithm& algo, const ConvProblem& p,
+                                const std::string& config, const float* x, const float* w,
+                                const double* abs_sum, int threads) {
+  std::vector<double> s(abs_sum, abs_sum + p.y_elems());
+  algo.add_error_scale(p, config, x, w, s.data(), threads);
+  return s;
+}
+
 void Algorithm::pack_weights(const ConvProblem& /*p*/, const std::string& /*config*/,
                              const float* /*w*/, void* /*packed*/, int /*threads*/) const {
   throw Error(std::string(id()) + ": pack_weights: this algorithm does not pack weights");

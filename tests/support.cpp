@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -95,12 +96,66 @@ std::vector<conv::ConvProblem> random_problems(int count, uint64_t seed, const R
   return out;
 }
 
-struct ReferenceCase::Data {
+struct ReferenceCase::Tensors {
   conv::AlignedBuffer x, w, b, y;
   std::vector<double> yref, abs;
+  bool has_bias = true;
+  // The last error scale computed, by "algorithm config": checks of one config one-shot, packed
+  // and at several thread counts share it.
+  std::string scale_key;
+  std::vector<double> scale;
 };
 
-ReferenceCase::ReferenceCase(const conv::ConvProblem& p, uint64_t seed) : p_(p), d_(new Data) {
+const char* to_string(Data d) {
+  switch (d) {
+    case Data::uniform:
+      return "uniform";
+    case Data::positive:
+      return "positive";
+    case Data::no_bias:
+      return "no bias";
+    case Data::mixed:
+      return "mixed magnitudes";
+    case Data::sparse:
+      return "sparse";
+    default:
+      return "constant";
+  }
+}
+
+std::vector<Data> all_data() {
+  return {Data::uniform, Data::positive, Data::no_bias, Data::mixed, Data::sparse, Data::constant};
+}
+
+namespace {
+
+// Reshapes uniform [-1, 1) values `v` in place into distribution `d`; `u` is a second,
+// independent uniform stream of the same length for the choices.
+void shape(Data d, float* v, const float* u, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    switch (d) {
+      case Data::positive:
+        v[i] = 0.5f * (v[i] + 1.0f);
+        break;
+      case Data::mixed:
+        v[i] *= u[i] > 0.96f ? 1e3f : 1e-3f;
+        break;
+      case Data::sparse:
+        if (u[i] < 0.8f) v[i] = 0.0f;
+        break;
+      case Data::constant:
+        v[i] = 0.75f;
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+ReferenceCase::ReferenceCase(const conv::ConvProblem& p, uint64_t seed, Data data)
+    : p_(p), d_(new Tensors) {
   p_.validate();
   d_->x.reserve(p.x_bytes());
   d_->w.reserve(p.w_bytes());
@@ -109,6 +164,16 @@ ReferenceCase::ReferenceCase(const conv::ConvProblem& p, uint64_t seed) : p_(p),
   conv::fill_uniform(d_->x.floats(), p.x_elems(), seed);
   conv::fill_uniform(d_->w.floats(), p.w_elems(), seed + 1);
   conv::fill_uniform(d_->b.floats(), p.K, seed + 2);
+  {
+    std::vector<float> u(static_cast<size_t>(p.x_elems()));
+    conv::fill_uniform(u.data(), p.x_elems(), seed + 3);
+    shape(data, d_->x.floats(), u.data(), p.x_elems());
+  }
+  if (data == Data::positive) {
+    shape(data, d_->w.floats(), d_->w.floats(), p.w_elems());
+    shape(data, d_->b.floats(), d_->b.floats(), p.K);
+  }
+  d_->has_bias = data == Data::uniform || data == Data::positive;
   d_->yref.resize(p.y_elems());
   d_->abs.resize(p.y_elems());
   conv::ref::forward(p, x(), w(), bias(), d_->yref.data(), d_->abs.data(), omp_get_max_threads());
@@ -124,27 +189,42 @@ const float* ReferenceCase::w() const {
   return d_->w.floats();
 }
 const float* ReferenceCase::bias() const {
-  return d_->b.floats();
+  return d_->has_bias ? d_->b.floats() : nullptr;
+}
+const double* ReferenceCase::abs_sum() const {
+  return d_->abs.data();
+}
+const double* ReferenceCase::y_ref() const {
+  return d_->yref.data();
 }
 
-CheckResult ReferenceCase::compare(const float* y, double bound) const {
-  auto cmp = conv::ref::compare(p_.y_elems(), y, d_->yref.data(), d_->abs.data());
+CheckResult ReferenceCase::compare(const float* y, double bound, const double* scale) const {
+  const auto rel = conv::ref::compare(p_.y_elems(), y, d_->yref.data(), d_->abs.data());
+  const auto cmp = scale ? conv::ref::compare(p_.y_elems(), y, d_->yref.data(), scale) : rel;
   CheckResult r;
   r.max_error = cmp.max_error;
+  r.max_rel_error = rel.max_error;
   r.nonfinite = cmp.nonfinite;
   r.bound = bound;
+  double diff = 0, norm = 0;
+  for (int64_t o = 0; o < p_.y_elems(); ++o) {
+    const double e = y[o] - d_->yref[o];
+    diff += e * e, norm += d_->yref[o] * d_->yref[o];
+  }
+  r.l2_error = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
   if (cmp.worst_index >= 0) {
     std::ostringstream s;
     s << "output #" << cmp.worst_index << " = " << y[cmp.worst_index] << ", reference "
       << d_->yref[cmp.worst_index] << ", sum|x*w| " << d_->abs[cmp.worst_index];
+    if (scale) s << ", error scale " << scale[cmp.worst_index];
     r.where = s.str();
   }
   return r;
 }
 
 CheckResult ReferenceCase::check(const conv::Algorithm& algo, const std::string& config,
-                                 bool packed) {
-  const int threads = omp_get_max_threads();
+                                 bool packed, int threads) {
+  threads = threads > 0 ? threads : omp_get_max_threads();
   conv::poison_nan(d_->y.floats(), p_.y_elems());
   conv::AlignedBuffer ws(algo.workspace_bytes(p_, config));
   conv::ForwardArgs args;
@@ -163,7 +243,18 @@ CheckResult ReferenceCase::check(const conv::Algorithm& algo, const std::string&
     args.w = nullptr;
   }
   algo.forward(p_, config, args);
-  return compare(d_->y.floats(), algo.error_bound(p_, config));
+  return compare(d_->y.floats(), algo, config);
+}
+
+CheckResult ReferenceCase::compare(const float* y, const conv::Algorithm& algo,
+                                   const std::string& config) const {
+  const std::string key = std::string(algo.id()) + " " + config;
+  if (d_->scale_key != key) {
+    d_->scale =
+        conv::error_scale(algo, p_, config, x(), w(), d_->abs.data(), omp_get_max_threads());
+    d_->scale_key = key;
+  }
+  return compare(y, algo.error_bound(p_, config), d_->scale.data());
 }
 
 CheckResult check_against_reference(const conv::Algorithm& algo, const conv::ConvProblem& p,
@@ -176,8 +267,8 @@ std::string describe(const conv::ConvProblem& p, const conv::Algorithm& algo,
                      const std::string& config, const CheckResult& r) {
   std::ostringstream s;
   s << algo.id() << " config " << config << " on " << p.key() << " (" << p.name << "): max error "
-    << r.max_error << " (bound " << r.bound << "), " << r.nonfinite << " non-finite outputs; worst "
-    << r.where;
+    << r.max_error << " (bound " << r.bound << "; per-output relative " << r.max_rel_error << "), "
+    << r.nonfinite << " non-finite outputs; worst " << r.where;
   return s.str();
 }
 

@@ -34,19 +34,36 @@ struct RandomSpec {
 /// `count` valid problems from a fixed seed (the same list on every run and machine).
 std::vector<conv::ConvProblem> random_problems(int count, uint64_t seed, const RandomSpec& spec);
 
+/// Test data distributions (fresh, seeded; never all zeros). Those without a bias pass a null
+/// bias, so the |bias| term cannot hide an error (issue: honest error bounds).
+enum class Data {
+  uniform,   ///< x, w, bias uniform in [-1, 1)
+  positive,  ///< x, w, bias uniform in [0, 1): no cancellation, sums grow with C*R*S
+  no_bias,   ///< x, w uniform in [-1, 1), bias null
+  mixed,     ///< x: 1e-3 * uniform, 2% of entries 1e3 * uniform (1e6 apart); w uniform; no bias
+  sparse,    ///< x: 90% zeros, the rest uniform; w uniform; no bias
+  constant,  ///< x all 0.75; w uniform; no bias
+};
+const char* to_string(Data d);
+/// Every distribution, uniform first.
+std::vector<Data> all_data();
+
 struct CheckResult {
-  double max_error = 0;   ///< relative to sum|x*w| per output
-  double bound = 0;       ///< the algorithm's declared bound
-  int64_t nonfinite = 0;  ///< outputs left NaN (poisoned before the run) or Inf
-  std::string where;      ///< description of the worst output
+  double max_error = 0;      ///< normalized: relative to the algorithm's error scale per output
+  double max_rel_error = 0;  ///< relative to |bias| + sum|x*w| per output
+  double l2_error = 0;       ///< ||y - y_ref||_2 / ||y_ref||_2 over all outputs
+  double bound = 0;          ///< the algorithm's declared bound
+  int64_t nonfinite = 0;     ///< outputs left NaN (poisoned before the run) or Inf
+  std::string where;         ///< description of the worst output
   bool ok() const { return nonfinite == 0 && max_error <= bound; }
 };
 
-/// One problem with fresh random data (seeded, uniform in [-1, 1), bias present) and its float64
-/// reference, computed once and checked against any number of algorithms and configs.
+/// One problem with fresh random data (seeded; `data` picks the distribution, uniform in [-1, 1)
+/// with a bias by default) and its float64 reference, computed once and checked against any
+/// number of algorithms and configs.
 class ReferenceCase {
  public:
-  explicit ReferenceCase(const conv::ConvProblem& p, uint64_t seed = 1);
+  explicit ReferenceCase(const conv::ConvProblem& p, uint64_t seed = 1, Data data = Data::uniform);
   ~ReferenceCase();
   ReferenceCase(const ReferenceCase&) = delete;
   ReferenceCase& operator=(const ReferenceCase&) = delete;
@@ -54,18 +71,28 @@ class ReferenceCase {
   const conv::ConvProblem& problem() const { return p_; }
   const float* x() const;
   const float* w() const;
-  const float* bias() const;
+  const float* bias() const;  ///< null for the distributions without a bias
 
-  /// Runs `algo` with `config` (output poisoned with NaN first) and compares with the reference.
-  /// With `packed`, the weights go through pack_weights() and forward() gets no `w`.
-  CheckResult check(const conv::Algorithm& algo, const std::string& config, bool packed = false);
-  /// Compares an output computed elsewhere (N*K*OH*OW floats) with the reference.
-  CheckResult compare(const float* y, double bound) const;
+  /// Runs `algo` with `config` (output poisoned with NaN first) and compares with the reference
+  /// under the algorithm's contract (conv::error_scale, error_bound). With `packed`, the weights
+  /// go through pack_weights() and forward() gets no `w`. `threads` 0 = OpenMP default.
+  CheckResult check(const conv::Algorithm& algo, const std::string& config, bool packed = false,
+                    int threads = 0);
+  /// Compares an output computed elsewhere (N*K*OH*OW floats) with the reference, normalized by
+  /// `scale` (null: |bias| + sum|x*w|, the exact-order algorithms' scale).
+  CheckResult compare(const float* y, double bound, const double* scale = nullptr) const;
+  /// Compares an output computed elsewhere with the reference under `algo`'s contract for
+  /// `config` (its error scale and bound).
+  CheckResult compare(const float* y, const conv::Algorithm& algo, const std::string& config) const;
+  /// |bias| + sum|x*w| per output.
+  const double* abs_sum() const;
+  /// The float64 reference output.
+  const double* y_ref() const;
 
  private:
-  struct Data;
+  struct Tensors;
   conv::ConvProblem p_;
-  Data* d_;
+  Tensors* d_;
 };
 
 /// Convenience: one ReferenceCase, one check.

@@ -53,7 +53,7 @@ conv::ForwardResult run_checked(const conv::ConvProblem& p, const conv::ForwardO
   auto r = conv::best_forward(p, ref.x(), ref.w(), ref.bias(), y.floats(), o);
   const conv::Algorithm* algo = conv::find_algorithm(r.algo_id);
   REQUIRE(algo != nullptr);
-  auto check = ref.compare(y.floats(), algo->error_bound(p, r.config));
+  auto check = ref.compare(y.floats(), *algo, r.config);
   INFO(r.algo_id << " " << r.config << ": " << check.where);
   CHECK(check.nonfinite == 0);
   CHECK(check.max_error <= check.bound);
@@ -241,7 +241,7 @@ TEST_CASE("conv::forward runs one named algorithm correctly") {
   conv::poison_nan(y.floats(), p.y_elems());
   conv::forward("cpu.im2col_gemm", "blis", p, ref.x(), ref.w(), ref.bias(), y.floats(), ws.data(),
                 ws.size());
-  auto r = ref.compare(y.floats(), algo->error_bound(p, "blis"));
+  auto r = ref.compare(y.floats(), *algo, "blis");
   CHECK(r.nonfinite == 0);
   CHECK(r.max_error <= r.bound);
 }
@@ -259,7 +259,7 @@ TEST_CASE("Plan: packed weights give the reference result for every packing algo
         conv::poison_nan(y.floats(), p.y_elems());
         plan.execute(ref.x(), plan.has_packed_weights() ? nullptr : ref.w(), ref.bias(),
                      y.floats());
-        auto r = ref.compare(y.floats(), a->error_bound(p, config));
+        auto r = ref.compare(y.floats(), *a, config);
         INFO(a->id() << " " << config << ": " << r.where);
         CHECK(r.nonfinite == 0);
         CHECK(r.max_error <= r.bound);
@@ -280,7 +280,7 @@ TEST_CASE("Plan::create chooses on the packed path and runs correctly") {
   conv::poison_nan(y.floats(), p.y_elems());
   plan.execute(ref.x(), ref.w(), ref.bias(), y.floats());
   const conv::Algorithm* a = conv::find_algorithm(plan.choice().algo_id);
-  auto r = ref.compare(y.floats(), a->error_bound(p, plan.choice().config));
+  auto r = ref.compare(y.floats(), *a, plan.choice().config);
   CHECK(r.nonfinite == 0);
   CHECK(r.max_error <= r.bound);
   CHECK(conv::PerfDb::open(db.path, true)
@@ -295,5 +295,5 @@ TEST_CASE("Plan::create chooses on the packed path and runs correctly") {
   CHECK_THROWS_AS(plan.choice(), conv::Error);
   conv::poison_nan(y.floats(), p.y_elems());
   moved.execute(ref.x(), nullptr, ref.bias(), y.floats());
-  CHECK(ref.compare(y.floats(), a->error_bound(p, moved.choice().config)).ok());
+  CHECK(ref.compare(y.floats(), *a, moved.choice().config).ok());
 }

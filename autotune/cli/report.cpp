@@ -91,21 +91,24 @@ void print_explain(std::ostream& out, const TuneResult& r, double peak) {
       << "device    " << r.fingerprint << "\n"
       << "peak      " << (peak > 0 ? fmt(peak, 1) + " GFLOP/s (measured FMA peak)" : "unknown")
       << "\n"
-      << "checked   against the " << r.reference << "\n\n";
+      << "checked   against the " << r.reference << "; rel error = max |y - y_ref| / (|bias| + "
+      << "sum|x*w|) per output, norm err = the same over the algorithm's error scale (adds the "
+      << "tile's magnitude for Winograd/FFT), rejected above bound\n\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-24s %-16s %-9s %10s %10s %8s %7s %9s %10s %9s\n",
+  std::snprintf(line, sizeof line, "  %-24s %-16s %-9s %10s %10s %8s %7s %9s %10s %9s %9s\n",
                 "algorithm", "config", "status", "median ms", "packed ms", "GFLOP/s", "% peak",
-                "ws MiB", "max error", "bound");
-  out << line << "  " << std::string(120, '-') << "\n";
+                "ws MiB", "rel error", "norm err", "bound");
+  out << line << "  " << std::string(130, '-') << "\n";
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
     const double gf = c.gflops(p);
-    std::snprintf(line, sizeof line, "%c %-24s %-16s %-9s %10s %10s %8s %7s %9s %10.2e %9.2e\n",
-                  static_cast<int>(i) == r.winner ? '*' : ' ', c.algo_id.c_str(), c.config.c_str(),
-                  c.status.c_str(), fmt(c.median_ms, 3).c_str(), fmt(c.packed_median_ms, 3).c_str(),
-                  fmt(c.median_ms > 0 ? gf : -1, 1).c_str(),
-                  fmt(peak > 0 && c.median_ms > 0 ? 100 * gf / peak : -1, 0).c_str(),
-                  fmt(c.workspace_bytes / 1048576.0, 1).c_str(), c.max_error, c.error_bound);
+    std::snprintf(
+        line, sizeof line, "%c %-24s %-16s %-9s %10s %10s %8s %7s %9s %10.2e %9.2e %9.2e\n",
+        static_cast<int>(i) == r.winner ? '*' : ' ', c.algo_id.c_str(), c.config.c_str(),
+        c.status.c_str(), fmt(c.median_ms, 3).c_str(), fmt(c.packed_median_ms, 3).c_str(),
+        fmt(c.median_ms > 0 ? gf : -1, 1).c_str(),
+        fmt(peak > 0 && c.median_ms > 0 ? 100 * gf / peak : -1, 0).c_str(),
+        fmt(c.workspace_bytes / 1048576.0, 1).c_str(), c.max_rel_error, c.max_error, c.error_bound);
     out << line;
     if (!c.message.empty()) out << "      " << c.message << "\n";
   }
@@ -171,6 +174,7 @@ nlohmann::json to_json(const TuneResult& r, double peak) {
                                {"gflops", c.gflops(r.problem)},
                                {"workspace_bytes", c.workspace_bytes},
                                {"max_error", c.max_error},
+                               {"max_rel_error", c.max_rel_error},
                                {"error_bound", c.error_bound},
                                {"winner", static_cast<int>(i) == r.winner},
                                {"packed_winner", static_cast<int>(i) == r.packed_winner}});

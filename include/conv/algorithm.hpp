@@ -64,9 +64,22 @@ class Algorithm {
   virtual void forward(const ConvProblem& p, const std::string& config,
                        const ForwardArgs& args) const = 0;
 
-  /// Bound on max |y - y_ref| / (sum |x*w| + |bias|) over all outputs, for fp32 data
-  /// (DESIGN.md, "Tolerance per algorithm"). The tuner rejects candidates that exceed it.
+  /// The accuracy contract (DESIGN.md, "Tolerance per algorithm"): for fp32 data, every output o
+  /// satisfies |y_o - y_ref_o| <= error_bound(p, config) * s_o, where the error scale s_o =
+  /// |bias_k| + sum |x*w| over o's receptive field + the term add_error_scale() adds (nothing for
+  /// exact-order algorithms). The normalized error is max_o |y_o - y_ref_o| / s_o; the tuner
+  /// rejects a candidate whose normalized error exceeds the bound, and reports besides it the
+  /// per-output relative error max_o |y_o - y_ref_o| / (|bias_k| + sum |x*w|).
   virtual double error_bound(const ConvProblem& p, const std::string& config) const;
+
+  /// Adds to scale[o] (N*K*OH*OW values, NCHW) the magnitude beyond o's own receptive field that
+  /// this algorithm's rounding scales with, for the fp32 host tensors x (NCHW) and w (KCRS).
+  /// Transform-based algorithms mix a whole tile into every output of it, so their error follows
+  /// the tile's magnitude, not the output's own terms (see cpu.fft and cpu.winograd). Default:
+  /// adds nothing. Throws conv::Error for an unknown config.
+  virtual void add_error_scale(const ConvProblem& /*p*/, const std::string& /*config*/,
+                               const float* /*x*/, const float* /*w*/, double* /*scale*/,
+                               int /*threads*/) const {}
 
   /// Bytes of pre-transformed weights for a Plan, or 0 when the algorithm does not pack.
   virtual size_t packed_weights_bytes(const ConvProblem& /*p*/,
@@ -81,6 +94,13 @@ class Algorithm {
 /// Error bound for exact-order algorithms summing `n` = C/g*R*S products in fp32:
 /// 16 * u * sqrt(n) + 8 * u with u = 2^-24 (statistical rounding growth with a safety factor).
 double exact_order_error_bound(const ConvProblem& p);
+
+/// The error scale s_o of the accuracy contract (Algorithm::error_bound) for every output:
+/// `abs_sum` (|bias| + sum |x*w| per output, as ref::forward computes it) plus
+/// algo.add_error_scale(p, config, x, w). Host tensors; N*K*OH*OW values.
+std::vector<double> error_scale(const Algorithm& algo, const ConvProblem& p,
+                                const std::string& config, const float* x, const float* w,
+                                const double* abs_sum, int threads);
 
 /// All registered algorithms in kernels/registry.cpp's order, minus those named in the
 /// comma-separated environment variable CONVTUNE_DISABLE (e.g. "cpu.fft,cuda.winograd").

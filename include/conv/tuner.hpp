@@ -41,8 +41,12 @@ struct CandidateResult {
   double packed_median_ms = -1;  ///< with weights packed once (Plan); -1 when not packable
   int runs = 0;
   size_t workspace_bytes = 0;
-  double max_error = -1;  ///< relative to sum|x*w| per output; -1 when not checked
-  double error_bound = 0;
+  /// Normalized error max |y - y_ref| / s_o with the algorithm's error scale s_o (the contract
+  /// of Algorithm::error_bound), one-shot and packed; -1 when not checked.
+  double max_error = -1;
+  /// Per-output relative error max |y - y_ref| / (|bias| + sum|x*w|); -1 when not checked.
+  double max_rel_error = -1;
+  double error_bound = 0;                     ///< the algorithm's bound on max_error
   double gflops(const ConvProblem& p) const;  ///< direct-convolution FLOPs / median time
 };
 

@@ -64,7 +64,7 @@
 // butterflies), F*(K/g)*C'*tiles complex multiply-adds, and g*C'*Kb weight transforms when the
 // weights are not packed. Work scales with tiles*t^2 log t instead of OH*OW*R*S.
 //
-// Accuracy: see error_bound() below.
+// Accuracy: fft_error.cpp derives the bound and the per-output tile term of the error scale.
 #include "fft.hpp"
 
 #include <omp.h>
@@ -100,15 +100,6 @@ int64_t floor_div(int64_t a, int64_t b) {
 
 int64_t sub_kernel(int64_t R, int64_t dil, int64_t stride) {
   return (R - 1) * dil / stride + 1;
-}
-
-// Taps of a kernel of R taps at position o that fall inside [0, H) (1D).
-int64_t overlap_1d(int64_t o, int64_t stride, int64_t pad, int64_t dil, int64_t R, int64_t H) {
-  const int64_t p0 = o * stride - pad;
-  if (p0 > H - 1) return 0;
-  const int64_t r_lo = p0 >= 0 ? 0 : (-p0 + dil - 1) / dil;
-  const int64_t r_hi = std::min(R - 1, (H - 1 - p0) / dil);
-  return std::max<int64_t>(0, r_hi - r_lo + 1);
 }
 
 // Alive outputs [lo, hi) when they are contiguous (input extent >= dilation).
@@ -235,6 +226,10 @@ class Fft final : public Algorithm {
       return Applicability::no("cpu.fft needs AVX2 and FMA, which this CPU lacks");
     const int64_t Rp = sub_kernel(p.R, p.dilation_h, p.stride_h);
     const int64_t Sp = sub_kernel(p.S, p.dilation_w, p.stride_w);
+    if (Rp == 1 && Sp == 1)
+      return Applicability::no(
+          "every (sub-)kernel is 1x1 after the polyphase split: the FFT would only add transform "
+          "cost and tile-wide rounding to what is a plain GEMM over channels");
     if (Rp > 63 || Sp > 63)
       return Applicability::no("kernel after dilation and polyphase split is " +
                                std::to_string(Rp) + "x" + std::to_string(Sp) +
@@ -319,40 +314,21 @@ class Fft final : public Algorithm {
       forward_avx2(p, g, a.x, a.w, packed, a.bias, a.y, ws, threads);
   }
 
-  // Rounding of an FFT convolution relative to sum|x*w| per output (DESIGN.md), for data of
-  // the tests' and tuner's kind (uniform in [-1, 1)). Every output of a tile receives rounding
-  // from all t^2 inputs of its tile through both transforms (error ~ u * log2(t) * sigma_x *
-  // ||w||_2, Parseval), while sum|x*w| only grows with the taps the output overlaps; so
-  //   bound = 24 u log2(t) * ( sqrt(n) / m * (1 + 4/m) + 1/4 ),  n = C/g*R*S,
-  //   m = C/g * (fewest in-image taps of any output that reads input; R*S without padding).
-  // The 1 + 4/m term covers the heavy low tail of sum|x*w| + |bias| when it has few terms; the
-  // 1/4 term the frequency-domain accumulation over many channels. Fitted on ~5000 runs (random
-  // problems and every shared/layers file): the worst needs 4.3 instead of 24.
+  // Derived in fft_error.cpp: a per-output tile term (the tile's rms times the kernel's L1 norm,
+  // per channel) plus u * (48 log2(t) + 2 sqrt(C/g * P) + 8).
   double error_bound(const ConvProblem& p, const std::string& config) const override {
-    const int t = parse_config(config).t;
-    const double u = std::ldexp(1.0, -24);
-    const double n = static_cast<double>(p.Cg() * p.R * p.S);
-    const double m = std::max(1.0, static_cast<double>(p.Cg() * min_overlap(p)));
-    return 24.0 * u * std::log2(t) * (std::sqrt(n) / m * (1.0 + 4.0 / m) + 0.25);
+    return fft::error_bound(p, make_geometry(p, parse_config(config)));
+  }
+
+  void add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
+                       const float* w, double* scale, int threads) const override {
+    fft::add_error_scale(p, make_geometry(p, parse_config(config)), x, w, scale,
+                         resolve_threads(threads));
   }
 
  private:
   static void check_runnable() {
     if (cpu_isa() == CpuIsa::scalar) throw Error("cpu.fft: this CPU lacks AVX2/FMA");
-  }
-
-  // Fewest taps inside the input over outputs that read any input (per input channel).
-  static int64_t min_overlap(const ConvProblem& p) {
-    auto min_1d = [](int64_t O, int64_t stride, int64_t pad, int64_t dil, int64_t R, int64_t H) {
-      int64_t best = R;
-      for (int64_t o = 0; o < O; ++o) {
-        const int64_t c = overlap_1d(o, stride, pad, dil, R, H);
-        if (c > 0) best = std::min(best, c);
-      }
-      return best;
-    };
-    return min_1d(p.OH(), p.stride_h, p.pad_top, p.dilation_h, p.R, p.H) *
-           min_1d(p.OW(), p.stride_w, p.pad_left, p.dilation_w, p.S, p.W);
   }
 };
 

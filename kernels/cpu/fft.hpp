@@ -93,6 +93,12 @@ struct Geometry {
 /// when the sub-kernel does not fit the tile (Rp or Sp > t - 1).
 Geometry make_geometry(const ConvProblem& p, const Config& c);
 
+/// The accuracy contract of cpu.fft (fft_error.cpp): error_bound() and the tile term that
+/// add_error_scale() adds to scale[o] (N*K*OH*OW values) for host tensors x (NCHW), w (KCRS).
+double error_bound(const ConvProblem& p, const Geometry& g);
+void add_error_scale(const ConvProblem& p, const Geometry& g, const float* x, const float* w,
+                     double* scale, int threads);
+
 // ---- ISA entry points (fft_avx2.cpp: lanes 8; fft_avx512.cpp: lanes 16). Call only when
 // conv::cpu_isa() supports them. ----
 

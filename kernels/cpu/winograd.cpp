@@ -177,37 +177,15 @@ class Winograd final : public Algorithm {
     winograd::forward_avx2(p, g, s, a.x, u, a.bias, a.y, v, v + g.v_floats, threads);
   }
 
-  // Winograd mixes every input of an alpha x alpha tile into every output of the tile, so an
-  // output's error scales with the tile's magnitude while the bound is relative to the output's own
-  // window sum|x*w| + |bias|. Measured as max over outputs of |y - y_ref| / (sum|x*w| + |bias|)
-  // against the float64 reference, worst of 25-200 seeded random problems (H, W 4..36, K 16-64)
-  // per cell, in units of u = 2^-24:
-  //  - uniform [-1, 1) data, full windows: falls like 1/sqrt(C/g) (random-walk rounding against a
-  //    sum|x*w| that grows like C/g): m2 6 -> 1.4, m4 280 -> 24, m6 300 -> 39 for C/g 1 -> 256;
-  //  - non-negative x and w (no cancellation): grows like sqrt(C/g) as any fp32 sum does:
-  //    m2 80, m4 270, m6 790 at C/g = 2048;
-  //  - windows cut by padding: an output whose window holds r < 9 pixels per channel shares its
-  //    tile with up to alpha^2 pixels; worst seen about (9/r)^1.5 times the full-window error
-  //    (pad 1 corners r = 4, pad 2 corners r = 1).
-  // Bound = u * (9/r_min)^1.5 * (a / sqrt(C/g) + b + c * sqrt(C/g)), r_min the smallest window in
-  // pixels per channel, with (a, b, c) at least 3x above the worst measured: m2 (20, 8, 6),
-  // m4 (900, 90, 20), m6 (1000, 150, 50). For VGG/ResNet layers (pad 1, C/g = 64..512) that is
-  // m2 0.5x, m4 2-3x and m6 4-6x exact_order_error_bound(). The tests check every config against
-  // it on all layers and 240 random problems, and the sqrt(C/g) term on non-negative data.
+  // Derived in winograd_error.cpp: a componentwise transform term E_o per output plus
+  // 2 u sqrt(4 alpha + 10 + C/g).
   double error_bound(const ConvProblem& p, const std::string& config) const override {
-    const double u = std::ldexp(1.0, -24);
-    const double n = std::sqrt(static_cast<double>(p.Cg()));
-    const double window = static_cast<double>(min_window(p.H, p.pad_top, p.OH()) *
-                                              min_window(p.W, p.pad_left, p.OW()));
-    const double s = std::pow(9.0 / window, 1.5);
-    switch (geometry(p, config).m) {
-      case 2:
-        return u * s * (20 / n + 8 + 6 * n);
-      case 4:
-        return u * s * (900 / n + 90 + 20 * n);
-      default:
-        return u * s * (1000 / n + 150 + 50 * n);
-    }
+    return winograd::error_bound(p, geometry(p, config));
+  }
+
+  void add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
+                       const float* w, double* scale, int threads) const override {
+    winograd::add_error_scale(p, geometry(p, config), x, w, scale, resolve_threads(threads));
   }
 
   size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
@@ -232,15 +210,6 @@ class Winograd final : public Algorithm {
     return winograd::make_geometry(p, m);
   }
   // The fewest image rows (or columns) any output's 3-tap window covers along one axis.
-  static int64_t min_window(int64_t size, int64_t pad_begin, int64_t out) {
-    int64_t fewest = 3;
-    for (int64_t o = 0; o < out; ++o) {
-      const int64_t lo = std::max<int64_t>(o - pad_begin, 0);
-      const int64_t hi = std::min<int64_t>(o - pad_begin + 2, size - 1);
-      if (hi >= lo) fewest = std::min(fewest, hi - lo + 1);
-    }
-    return fewest;
-  }
   static void require_avx2() {
     if (cpu_isa() == CpuIsa::scalar)
       throw Error("cpu.winograd: needs AVX2 and FMA, which this CPU does not have");

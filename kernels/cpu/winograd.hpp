@@ -78,6 +78,13 @@ int parse_config(const std::string& config);
 /// (0 = the default heuristic); the result never has chunk < 1.
 Geometry make_geometry(const ConvProblem& p, int m, int64_t chunk_bytes = 0);
 
+/// The accuracy contract of cpu.winograd (winograd_error.cpp): error_bound() and the
+/// componentwise transform term that add_error_scale() adds to scale[o] (N*K*OH*OW values) for
+/// host tensors x (NCHW) and w (KCRS).
+double error_bound(const ConvProblem& p, const Geometry& g);
+void add_error_scale(const ConvProblem& p, const Geometry& g, const float* x, const float* w,
+                     double* scale, int threads);
+
 /// Writes U (g.u_floats floats) from KCRS weights `w`. AVX2+FMA only.
 void transform_weights_avx2(const ConvProblem& p, const Geometry& g, const float* w, float* u,
                             int threads);
