@@ -104,6 +104,29 @@ std::vector<double> time_runs(const DeviceOps& ops, const std::function<void()>&
   return times;
 }
 
+// The stored measurement of (algo, config) when its status is final.
+const PerfCandidate* final_measurement(const std::vector<PerfCandidate>& measured,
+                                       const std::string& algo, const std::string& config) {
+  for (const auto& m : measured)
+    if (m.algo_id == algo && m.config == config && (m.status == "ok" || m.status == "rejected"))
+      return &m;
+  return nullptr;
+}
+
+CandidateResult from_record(const PerfCandidate& m) {
+  CandidateResult c;
+  c.algo_id = m.algo_id;
+  c.config = m.config;
+  c.status = m.status;
+  c.message = m.message;
+  c.median_ms = m.median_ms, c.min_ms = m.min_ms, c.max_ms = m.max_ms;
+  c.packed_median_ms = m.packed_median_ms;
+  c.workspace_bytes = static_cast<size_t>(m.workspace_bytes);
+  c.max_error = m.max_error;
+  c.from_perfdb = true;
+  return c;
+}
+
 }  // namespace
 
 double CandidateResult::gflops(const ConvProblem& p) const {
@@ -163,9 +186,15 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
     std::string config;
   };
   std::vector<Pending> pending;
-  for (const Algorithm* a : registry()) {
+  const auto view = registry();
+  auto on_device = [&](const std::vector<const Algorithm*>& v) {
+    return std::count_if(v.begin(), v.end(), [&](auto* a) { return a->device() == kind; });
+  };
+  bool filtered = on_device(view) != on_device(all_algorithms());  // CONVTUNE_DISABLE
+  for (const Algorithm* a : view) {
     if (a->device() != kind) continue;
     if (!matches_pattern(a->id(), o.algo_pattern)) {
+      filtered = true;
       r.not_applicable.push_back({std::string(a->id()), "excluded by --algo " + o.algo_pattern});
       continue;
     }
@@ -199,6 +228,13 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
     CandidateResult c;
     c.algo_id = std::string(algo.id());
     c.config = pending[i].config;
+    if (const PerfCandidate* m = final_measurement(o.measured, c.algo_id, c.config)) {
+      c = from_record(*m);
+      c.error_bound = algo.error_bound(p, c.config);
+      r.candidates.push_back(c);
+      if (progress) progress(i, pending.size(), r.candidates.back());
+      continue;
+    }
     try {
       c.workspace_bytes = algo.workspace_bytes(p, c.config);
       c.error_bound = algo.error_bound(p, c.config);
@@ -276,6 +312,9 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
     if (progress) progress(i, pending.size(), r.candidates.back());
   }
 
+  r.complete = !filtered && std::all_of(r.candidates.begin(), r.candidates.end(), [](auto& c) {
+    return c.status == "ok" || c.status == "rejected";
+  });
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
     if (c.status != "ok") continue;
@@ -302,8 +341,13 @@ void store_result(PerfDb& db, const TuneResult& r) {
     w.version = version();
     return w;
   };
-  auto one = winner(r.winner, false), packed = winner(r.packed_winner, true);
-  db.store(r.fingerprint, r.problem.key(), r.to_records(), one ? &*one : nullptr,
+  std::optional<PerfWinner> one, packed;
+  if (r.complete) one = winner(r.winner, false), packed = winner(r.packed_winner, true);
+  const auto records = r.to_records();
+  std::vector<PerfCandidate> fresh;
+  for (size_t i = 0; i < r.candidates.size(); ++i)
+    if (!r.candidates[i].from_perfdb) fresh.push_back(records[i]);
+  db.store(r.fingerprint, r.problem.key(), fresh, one ? &*one : nullptr,
            packed ? &*packed : nullptr);
 }
 

@@ -2,6 +2,8 @@
 // algorithm is one new file, one line here and one line in CMakeLists.txt; tests, the tuner and
 // the CLI iterate this table at run time.
 #include <cstdlib>
+#include <iostream>
+#include <mutex>
 #include <sstream>
 
 #include "conv/algorithm.hpp"
@@ -32,12 +34,27 @@ static const std::vector<const Algorithm*>& table() {
   return algorithms;
 }
 
+const std::vector<const Algorithm*>& all_algorithms() {
+  return table();
+}
+
 std::vector<const Algorithm*> registry() {
   std::vector<std::string> disabled;
   if (const char* env = std::getenv("CONVTUNE_DISABLE")) {
     std::stringstream ss(env);
     for (std::string id; std::getline(ss, id, ',');)
       if (!id.empty()) disabled.push_back(id);
+  }
+  for (const auto& d : disabled) {
+    if (find_algorithm(d)) continue;
+    static std::once_flag warned;  // a typo is worth one line, not one per lookup
+    std::call_once(warned, [&] {
+      std::string known;
+      for (const Algorithm* a : table())
+        known += (known.empty() ? "" : ", ") + std::string(a->id());
+      std::cerr << "convtune: CONVTUNE_DISABLE names \"" << d
+                << "\", which is no algorithm (known: " << known << ")\n";
+    });
   }
   std::vector<const Algorithm*> out;
   for (const Algorithm* a : table()) {

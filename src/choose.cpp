@@ -142,11 +142,12 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
   Choice choice;
   bool found = false;
   if (db) {
-    if (auto w = db->lookup(fingerprint, pkey, path))
-      found = usable(p, w->algo_id, w->config, o.device.kind, o.workspace_limit, &choice);
-    if (!found) {
-      // The stored winner may not fit this call's workspace limit: take the fastest stored
-      // candidate that does (candidates() is ordered by time).
+    const auto w = db->lookup(fingerprint, pkey, path);
+    if (w) found = usable(p, w->algo_id, w->config, o.device.kind, o.workspace_limit, &choice);
+    if (w && !found) {
+      // The stored winner may not fit this call's workspace limit: a stored winner means every
+      // candidate was measured, so the fastest stored one that fits is this limit's winner
+      // (candidates() is ordered by time).
       for (const auto& c : db->candidates(fingerprint, pkey)) {
         if (c.status != "ok") continue;
         if ((found = usable(p, c.algo_id, c.config, o.device.kind, o.workspace_limit, &choice)))
@@ -167,6 +168,7 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
       t.device = o.device;
       t.threads = threads;
       t.workspace_limit = o.workspace_limit;
+      if (db) t.measured = db->candidates(fingerprint, pkey);  // measure only what is missing
       TuneResult r = tune(p, t);
       const int i = path == ExecPath::packed ? r.packed_winner : r.winner;
       if (i < 0)

@@ -257,6 +257,22 @@ CheckResult ReferenceCase::compare(const float* y, const conv::Algorithm& algo,
   return compare(y, algo.error_bound(p_, config), d_->scale.data());
 }
 
+int for_each_cpu_candidate(
+    const conv::ConvProblem& p,
+    const std::function<void(const conv::Algorithm&, const std::string&, bool)>& fn) {
+  int calls = 0;
+  for (const conv::Algorithm* algo : conv::registry()) {
+    if (algo->device() != conv::Device::Kind::cpu || !algo->applicable(p).ok) continue;
+    for (const std::string& config : algo->configs(p))
+      for (bool packed : {false, true}) {
+        if (packed && algo->packed_weights_bytes(p, config) == 0) continue;
+        fn(*algo, config, packed);
+        ++calls;
+      }
+  }
+  return calls;
+}
+
 CheckResult check_against_reference(const conv::Algorithm& algo, const conv::ConvProblem& p,
                                     const std::string& config, bool packed, uint64_t seed) {
   ReferenceCase c(p, seed);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,12 @@ class ReferenceCase {
   conv::ConvProblem p_;
   Tensors* d_;
 };
+
+/// Calls fn(algo, config, packed) for every CPU candidate of the registry applicable to `p`: each
+/// config one-shot, and packed too where the algorithm packs weights. Returns the call count.
+int for_each_cpu_candidate(
+    const conv::ConvProblem& p,
+    const std::function<void(const conv::Algorithm&, const std::string&, bool)>& fn);
 
 /// Convenience: one ReferenceCase, one check.
 CheckResult check_against_reference(const conv::Algorithm& algo, const conv::ConvProblem& p,

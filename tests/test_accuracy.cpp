@@ -30,30 +30,23 @@ using WorstTable = std::map<std::string, Worst>;
 void check_all(const conv::ConvProblem& p, uint64_t seed, convtest::Data d,
                const std::vector<int>& thread_counts, WorstTable* worst = nullptr) {
   convtest::ReferenceCase ref(p, seed, d);
-  int checked = 0;
-  for (const conv::Algorithm* algo : conv::registry()) {
-    if (algo->device() != conv::Device::Kind::cpu || !algo->applicable(p).ok) continue;
-    for (const std::string& config : algo->configs(p)) {
-      for (bool packed : {false, true}) {
-        if (packed && algo->packed_weights_bytes(p, config) == 0) continue;
+  const int checked = convtest::for_each_cpu_candidate(
+      p, [&](const conv::Algorithm& algo, const std::string& config, bool packed) {
         for (int threads : thread_counts) {
-          auto r = ref.check(*algo, config, packed, threads);
-          INFO(convtest::describe(p, *algo, config, r)
+          auto r = ref.check(algo, config, packed, threads);
+          INFO(convtest::describe(p, algo, config, r)
                << " [" << to_string(d) << ", " << threads << " threads"
                << (packed ? ", packed" : "") << "]");
           CHECK(r.nonfinite == 0);
           CHECK(r.max_error <= r.bound);
           if (worst) {
-            Worst& w = (*worst)[std::string(algo->id()) + " " + config];
+            Worst& w = (*worst)[std::string(algo.id()) + " " + config];
             if (r.max_error / r.bound >= w.ratio)
               w = {r.max_error / r.bound,
                    p.key() + " [" + to_string(d) + (packed ? ", packed]" : "]") + " " + r.where};
           }
-          ++checked;
         }
-      }
-    }
-  }
+      });
   CHECK(checked > 0);
 }
 

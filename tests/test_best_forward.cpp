@@ -11,6 +11,7 @@
 #include "buffer.hpp"
 #include "conv/conv.hpp"
 #include "conv/perfdb.hpp"
+#include "conv/tuner.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;
@@ -296,4 +297,135 @@ TEST_CASE("Plan::create chooses on the packed path and runs correctly") {
   conv::poison_nan(y.floats(), p.y_elems());
   moved.execute(ref.x(), nullptr, ref.bias(), y.floats());
   CHECK(ref.compare(y.floats(), *a, moved.choice().config).ok());
+}
+
+// Trustworthy tuning, part 2: a measurement of a subset never becomes the stored winner.
+namespace {
+
+conv::TuneOptions quick_tune() {
+  conv::TuneOptions t;
+  t.min_runs = 1;
+  t.min_time_ms = 0;
+  t.threads = 2;
+  return t;
+}
+
+// The fastest "ok" candidate of a tune result by one-shot median.
+const conv::CandidateResult& fastest(const conv::TuneResult& r) {
+  REQUIRE(r.winner >= 0);
+  for (const auto& c : r.candidates)
+    if (c.status == "ok") CHECK(r.candidates[r.winner].median_ms <= c.median_ms);
+  return r.candidates[r.winner];
+}
+
+}  // namespace
+
+TEST_CASE("tune: a subset (--algo, disabled, workspace limit, budget) stores no winner") {
+  const auto p = conv::parse_descriptor("mb1ic16ih12oc16kh3ph1");
+  const std::string fp = conv::Device::cpu().fingerprint(2);
+  auto subset_run = [&](conv::TuneOptions t) {
+    TempDb db;
+    auto pdb = conv::PerfDb::open(db.path);
+    const auto r = conv::tune(p, t);
+    CHECK_FALSE(r.complete);
+    conv::store_result(pdb, r);
+    CHECK_FALSE(pdb.lookup(fp, p.key(), conv::ExecPath::oneshot).has_value());
+    CHECK_FALSE(pdb.lookup(fp, p.key(), conv::ExecPath::packed).has_value());
+    CHECK_FALSE(pdb.candidates(fp, p.key()).empty());  // what was measured is kept
+  };
+  conv::TuneOptions t = quick_tune();
+  SECTION("--algo") {
+    t.algo_pattern = "im2col";
+    subset_run(t);
+  }
+  SECTION("CONVTUNE_DISABLE") {
+    ScopedEnv env("CONVTUNE_DISABLE", "cpu.winograd");
+    subset_run(t);
+  }
+  SECTION("workspace limit") {
+    t.workspace_limit = 0;
+    subset_run(t);
+  }
+  SECTION("budget") {
+    t.budget_ms = 0;
+    subset_run(t);
+  }
+  SECTION("the full set is complete and stores its winner") {
+    TempDb db;
+    auto pdb = conv::PerfDb::open(db.path);
+    const auto r = conv::tune(p, t);
+    CHECK(r.complete);
+    conv::store_result(pdb, r);
+    auto w = pdb.lookup(fp, p.key(), conv::ExecPath::oneshot);
+    REQUIRE(w.has_value());
+    CHECK(w->algo_id == fastest(r).algo_id);
+  }
+}
+
+TEST_CASE("tune: after a subset, a tune without --force measures only the rest, then chooses") {
+  TempDb db;
+  const auto p = conv::parse_descriptor("mb1ic32ih20oc32kh3ph1");
+  const std::string fp = conv::Device::cpu().fingerprint(2);
+  auto pdb = conv::PerfDb::open(db.path);
+  conv::TuneOptions t = quick_tune();
+  t.algo_pattern = "im2col";
+  const auto first = conv::tune(p, t);
+  conv::store_result(pdb, first);
+  REQUIRE_FALSE(pdb.lookup(fp, p.key()).has_value());
+
+  t.algo_pattern.clear();
+  t.measured = pdb.candidates(fp, p.key());
+  const auto second = conv::tune(p, t);
+  CHECK(second.complete);
+  int reused = 0, measured = 0;
+  for (const auto& c : second.candidates) {
+    if (c.algo_id == "cpu.im2col_gemm") {
+      CHECK(c.from_perfdb);
+      ++reused;
+    } else {
+      CHECK_FALSE(c.from_perfdb);
+      ++measured;
+    }
+  }
+  CHECK(reused == 1);
+  CHECK(measured > 0);
+  conv::store_result(pdb, second);
+  auto w = pdb.lookup(fp, p.key());
+  REQUIRE(w.has_value());
+  CHECK(w->algo_id == fastest(second).algo_id);
+  CHECK(pdb.candidates(fp, p.key()).size() == second.candidates.size());
+}
+
+TEST_CASE("best_forward: a workspace limit picks the fastest stored candidate that fits") {
+  TempDb db;
+  conv::clear_winner_cache();
+  const auto p = conv::parse_descriptor("mb1ic32ih20oc32kh3ph1");
+  const std::string fp = conv::Device::cpu().fingerprint(2);
+  {
+    auto pdb = conv::PerfDb::open(db.path);
+    conv::store_result(pdb, conv::tune(p, quick_tune()));
+  }
+  auto stored = conv::PerfDb::open(db.path, true).candidates(fp, p.key());
+  REQUIRE(!stored.empty());
+  // A limit below the largest workspace of an "ok" candidate: the answer is the fastest stored
+  // candidate within it, read from the database (no tuning).
+  double largest = 0;
+  for (const auto& c : stored)
+    if (c.status == "ok") largest = std::max(largest, c.workspace_bytes);
+  REQUIRE(largest > 0);
+  conv::ForwardOptions o = fast_options(db.path);
+  o.threads = 2;
+  o.workspace_limit = static_cast<size_t>(largest) - 1;
+  ScopedEnv mode("CONVTUNE_FIND_MODE", "db_only");  // a miss would throw instead of tuning
+  const auto r = run_checked(p, o);
+  CHECK(r.source == conv::ChoiceSource::perfdb);
+  const conv::PerfCandidate* want = nullptr;
+  for (const auto& c : stored)  // ordered by one-shot median, fastest first
+    if (c.status == "ok" && c.workspace_bytes <= o.workspace_limit) {
+      want = &c;
+      break;
+    }
+  REQUIRE(want != nullptr);
+  CHECK(r.algo_id == want->algo_id);
+  CHECK(r.config == want->config);
 }

@@ -6,8 +6,10 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "support.hpp"
 
@@ -134,4 +136,61 @@ TEST_CASE("autotune reports a file that is not a perf database as an error (exit
   auto r = autotune("show --db '" + tmp.db() + "'");
   CHECK(r.code == 1);
   CHECK_THAT(r.out, Catch::Contains("perfdb"));
+}
+
+TEST_CASE("autotune tune --algo stores no winner; the next tune measures the rest and chooses") {
+  TempDir tmp;
+  const std::string p = " 'mb1ic64ih28iw28oc64kh3kw3ph1pw1' --db '" + tmp.db() + "'" + quick;
+  auto subset = autotune("tune" + p + "--algo im2col");
+  INFO(subset.out);
+  REQUIRE(subset.code == 0);
+  CHECK_THAT(subset.out, Catch::Contains("subset (not stored)"));
+  auto show = autotune("show --threads 2 --db '" + tmp.db() + "'");
+  CHECK_THAT(show.out, Catch::Contains("no winners stored"));
+  auto full = autotune("tune" + p);
+  INFO(full.out);
+  REQUIRE(full.code == 0);
+  CHECK_THAT(full.out, Catch::Contains("tuned now"));
+  CHECK_THAT(full.out, !Catch::Contains("not re-measured"));
+  show = autotune("show --threads 2 --db '" + tmp.db() + "'");
+  CHECK_THAT(show.out, Catch::Contains("oneshot"));
+}
+
+TEST_CASE("autotune tune exits 1 when a layer ends with no correct candidate") {
+  TempDir tmp;
+  auto r = autotune("tune 'mb1ic8ih8oc8kh3' --workspace-limit 0 --db '" + tmp.db() + "'" + quick);
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("no correct candidate"));
+}
+
+TEST_CASE("autotune show on a database that does not exist says nothing is stored") {
+  TempDir tmp;
+  auto r = autotune("show --db '" + tmp.db() + "'");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("nothing stored"));
+  CHECK_FALSE(fs::exists(tmp.db()));
+}
+
+TEST_CASE("autotune warns about an unknown CONVTUNE_DISABLE id and too many threads") {
+  TempDir tmp;
+  auto r = autotune("tune 'mb1ic8ih8oc8kh3' --threads 4096 --db '" + tmp.db() + "'" +
+                    " --min-runs 1 --min-ms 0");
+  INFO(r.out);
+  // 4096 is above CLI11's range: a usage error naming the flag.
+  CHECK(r.code == 2);
+  const std::string over = std::to_string(std::thread::hardware_concurrency() + 1);
+  r = autotune("tune 'mb1ic8ih8oc8kh3' --threads " + over + " --db '" + tmp.db() +
+               "' --min-runs 1 --min-ms 0");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("exceeds the"));
+  ::setenv("CONVTUNE_DISABLE", "cpu.nonesuch", 1);
+  r = autotune("tune 'mb1ic8ih8oc8kh3' --db '" + tmp.db() + "'" + quick);
+  ::unsetenv("CONVTUNE_DISABLE");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("cpu.nonesuch"));
+  CHECK_THAT(r.out, Catch::Contains("known: cpu.winograd"));
 }

@@ -11,20 +11,13 @@ namespace {
 // Checks every applicable algorithm x config on one problem; packed weights too where supported.
 void check_all(const conv::ConvProblem& p, uint64_t seed) {
   convtest::ReferenceCase ref(p, seed);
-  int checked = 0;
-  for (const conv::Algorithm* algo : conv::registry()) {
-    if (algo->device() != conv::Device::Kind::cpu || !algo->applicable(p).ok) continue;
-    for (const std::string& config : algo->configs(p)) {
-      for (bool packed : {false, true}) {
-        if (packed && algo->packed_weights_bytes(p, config) == 0) continue;
-        auto r = ref.check(*algo, config, packed);
-        INFO(convtest::describe(p, *algo, config, r) << (packed ? " [packed weights]" : ""));
+  const int checked = convtest::for_each_cpu_candidate(
+      p, [&](const conv::Algorithm& algo, const std::string& config, bool packed) {
+        auto r = ref.check(algo, config, packed);
+        INFO(convtest::describe(p, algo, config, r) << (packed ? " [packed weights]" : ""));
         CHECK(r.nonfinite == 0);
         CHECK(r.max_error <= r.bound);
-        ++checked;
-      }
-    }
-  }
+      });
   INFO(p.key());
   CHECK(checked > 0);  // cpu.im2col_gemm and cpu.direct apply to every problem
 }

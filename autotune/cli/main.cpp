@@ -3,9 +3,11 @@
 // 1 any other error.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "../peak.hpp"
 #include "conv/conv.hpp"
@@ -92,6 +94,14 @@ struct Common {
     app->add_flag("--json", json, "print JSON instead of tables");
   }
   std::string db_path() const { return db.empty() ? conv::PerfDb::default_path() : db; }
+  // More OpenMP threads than processors only oversubscribe the cores (every barrier then waits
+  // for a descheduled thread): allowed, as a user may mean it, but said.
+  void warn_threads() const {
+    if (threads > static_cast<int>(std::thread::hardware_concurrency()))
+      std::cerr << "autotune: --threads " << threads << " exceeds the "
+                << static_cast<int>(std::thread::hardware_concurrency())
+                << " processors of this machine; timings will include oversubscription\n";
+  }
 };
 
 struct TuneArgs {
@@ -163,7 +173,7 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  size_t measured = 0;
+  size_t measured = 0, no_winner = 0, subsets = 0;
   for (size_t i = 0; i < problems.size(); ++i) {
     const auto& p = problems[i];
     const std::string name = p.name.empty() ? p.key() : p.name;
@@ -185,15 +195,29 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
     }
     std::cerr << "[" << i + 1 << "/" << problems.size() << "] " << name << ": tuning ("
               << p.flops() / 1e9 << " GFLOP)..." << std::flush;
-    auto r = conv::tune(p, options, [&](size_t j, size_t n, const conv::CandidateResult&) {
+    // Without --force, what the database already measured is not measured again: only the
+    // missing candidates run, and the winner is chosen among all of them.
+    conv::TuneOptions o = options;
+    if (!t.force) o.measured = db.candidates(fingerprint, p.key());
+    auto r = conv::tune(p, o, [&](size_t j, size_t n, const conv::CandidateResult&) {
       if ((j + 1) % 4 == 0 || j + 1 == n) std::cerr << " " << j + 1 << "/" << n << std::flush;
     });
     ++measured;
     conv::store_result(db, r);
     layers.push_back(outcome_from_tune(r));
-    // The winners as stored, with the date the database gave them.
-    layers.back().winner = db.lookup(fingerprint, p.key(), conv::ExecPath::oneshot);
-    layers.back().packed_winner = db.lookup(fingerprint, p.key(), conv::ExecPath::packed);
+    if (r.winner < 0) {
+      ++no_winner;
+    } else if (r.complete) {
+      // The winners as stored, with the date the database gave them.
+      layers.back().winner = db.lookup(fingerprint, p.key(), conv::ExecPath::oneshot);
+      layers.back().packed_winner = db.lookup(fingerprint, p.key(), conv::ExecPath::packed);
+    } else {
+      ++subsets;
+      const auto& w = r.candidates[r.winner];
+      layers.back().source = "subset";
+      layers.back().winner = conv::PerfWinner{w.algo_id, w.config, w.median_ms, "", ""};
+      std::cerr << " (a subset of the candidates: its winner is shown, not stored)";
+    }
     const double per = elapsed() / measured;
     std::cerr << " done; elapsed " << static_cast<int>(elapsed()) << " s, ETA about "
               << static_cast<int>(per * (problems.size() - i - 1)) << " s\n";
@@ -209,6 +233,14 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
     std::cout << "\n"
               << measured << " layer(s) tuned now, " << stored
               << " read from the perf database without measuring.\n";
+    if (subsets > 0)
+      std::cout << subsets
+                << " layer(s) measured on a subset of the candidates (--algo, CONVTUNE_DISABLE, "
+                   "workspace limit, budget or a failure): their winners are not stored.\n";
+  }
+  if (no_winner > 0) {
+    std::cerr << "autotune: " << no_winner << " layer(s) ended with no correct candidate\n";
+    return 1;
   }
   return 0;
 }
@@ -249,7 +281,19 @@ int run_explain(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
 int run_show(const Common& c) {
   const conv::Device device = parse_device(c.device);
   const std::string fingerprint = device.fingerprint(c.threads);
-  conv::PerfDb db = conv::PerfDb::open(c.db_path(), true);
+  const std::string path = c.db_path();
+  if (!std::filesystem::exists(path)) {  // nothing tuned yet: an empty answer, not an error
+    if (c.json) {
+      nlohmann::json j = {{"fingerprint", fingerprint}, {"perfdb", path}};
+      j["winners"] = nlohmann::json::array();
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    } else {
+      std::cout << "device: " << fingerprint << "\nperf database: " << path
+                << " (does not exist yet)\n\nnothing stored: no winners for this device\n";
+    }
+    return 0;
+  }
+  conv::PerfDb db = conv::PerfDb::open(path, true);
   auto entries = db.winners(fingerprint);
   if (c.json) {
     nlohmann::json j = {{"fingerprint", fingerprint}, {"perfdb", db.path()}};
@@ -311,8 +355,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (*tune) return run_tune(common_tune, tune_args, miopen_tune);
-    if (*explain) return run_explain(common_explain, explain_args, miopen_explain);
+    if (*tune) return common_tune.warn_threads(), run_tune(common_tune, tune_args, miopen_tune);
+    if (*explain)
+      return common_explain.warn_threads(),
+             run_explain(common_explain, explain_args, miopen_explain);
     return run_show(common_show);
   } catch (const UsageError& e) {
     std::cerr << "autotune: " << e.what() << "\n";

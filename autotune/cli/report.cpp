@@ -76,7 +76,9 @@ void print_tune_table(std::ostream& out, const std::vector<LayerOutcome>& layers
                   label(l.problem).c_str(), winner.c_str(), fmt(ms, 3).c_str(),
                   fmt(ms > 0 ? l.problem.flops() / (ms * 1e6) : -1, 1).c_str(), fmt(bms, 3).c_str(),
                   ratio.c_str(),
-                  l.source == "perfdb" ? "perfdb (stored, not re-measured)" : "tuned now");
+                  l.source == "perfdb"   ? "perfdb (stored, not re-measured)"
+                  : l.source == "subset" ? "subset (not stored)"
+                                         : "tuned now");
     out << line;
   }
 }

@@ -16,7 +16,7 @@ namespace conv::cli {
 struct LayerOutcome {
   ConvProblem problem;
   std::string fingerprint;
-  std::string source;  ///< "tuned" or "perfdb"
+  std::string source;  ///< "tuned", "perfdb" or "subset" (measured on a subset, not stored)
   std::optional<PerfWinner> winner, packed_winner;
   std::vector<PerfCandidate> candidates;  ///< all measured candidates (now or stored)
   std::optional<TuneResult> tuned;        ///< when measured in this run

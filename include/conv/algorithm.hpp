@@ -103,8 +103,12 @@ std::vector<double> error_scale(const Algorithm& algo, const ConvProblem& p,
                                 const double* abs_sum, int threads);
 
 /// All registered algorithms in kernels/registry.cpp's order, minus those named in the
-/// comma-separated environment variable CONVTUNE_DISABLE (e.g. "cpu.fft,cuda.winograd").
+/// comma-separated environment variable CONVTUNE_DISABLE (e.g. "cpu.fft,cuda.winograd"). An id
+/// there that names no algorithm is reported on stderr once per process, with the known ids.
 std::vector<const Algorithm*> registry();
+
+/// Every registered algorithm, those named in CONVTUNE_DISABLE included.
+const std::vector<const Algorithm*>& all_algorithms();
 
 /// The registered algorithm with this id (disabled ones included: null only when unknown).
 const Algorithm* find_algorithm(std::string_view id);

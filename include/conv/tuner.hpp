@@ -26,6 +26,10 @@ struct TuneOptions {
                               ///< comma-separated substrings ("" = all)
   size_t workspace_limit = std::numeric_limits<size_t>::max();  ///< bytes
   bool check = true;  ///< compare outputs against a trusted result
+  /// Candidates already measured on this problem and device (PerfDb::candidates()): those whose
+  /// status is final ("ok" or "rejected") are not measured again but take part in choosing the
+  /// winner; the others ("failed", "skipped") are measured again.
+  std::vector<PerfCandidate> measured;
   /// Problems up to this many FLOPs are checked against the float64 reference, larger ones
   /// against cpu.im2col_gemm.
   double reference_max_flops = 2e9;
@@ -46,7 +50,8 @@ struct CandidateResult {
   double max_error = -1;
   /// Per-output relative error max |y - y_ref| / (|bias| + sum|x*w|); -1 when not checked.
   double max_rel_error = -1;
-  double error_bound = 0;                     ///< the algorithm's bound on max_error
+  double error_bound = 0;    ///< the algorithm's bound on max_error
+  bool from_perfdb = false;  ///< taken from TuneOptions::measured, not measured in this run
   double gflops(const ConvProblem& p) const;  ///< direct-convolution FLOPs / median time
 };
 
@@ -64,6 +69,10 @@ struct TuneResult {
   int winner = -1;         ///< index into candidates of the fastest ok one-shot time, -1 = none
   int packed_winner = -1;  ///< fastest ok time on the Plan path (packed time where it exists)
   std::string reference;   ///< "float64 reference" or the trusted algorithm's id
+  /// Every candidate of the whole registry has a final status ("ok" or "rejected"): nothing was
+  /// filtered out (--algo, CONVTUNE_DISABLE), skipped (workspace limit, time budget) or failed.
+  /// Only then do the winners stand for "fastest of all", and store_result() stores them.
+  bool complete = false;
   double elapsed_ms = 0;
 
   const CandidateResult* find(const std::string& algo_id) const;  ///< best ok config of algo
@@ -80,7 +89,8 @@ using TuneProgress = std::function<void(size_t, size_t, const CandidateResult&)>
 TuneResult tune(const ConvProblem& p, const TuneOptions& options = {},
                 const TuneProgress& progress = {});
 
-/// Stores a tune result (all candidates and the winners) in `db`.
+/// Stores a tune result in `db`: the candidates measured in this run, and the winners only when
+/// the result is complete (a subset never becomes or replaces the stored winner).
 void store_result(PerfDb& db, const TuneResult& r);
 
 }  // namespace conv
