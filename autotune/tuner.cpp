@@ -113,15 +113,13 @@ const PerfCandidate* final_measurement(const std::vector<PerfCandidate>& measure
   return nullptr;
 }
 
-CandidateResult from_record(const PerfCandidate& m) {
-  CandidateResult c;
-  c.algo_id = m.algo_id;
-  c.config = m.config;
+// A stored measurement as a candidate of this run; `now` has this run's workspace and bound.
+CandidateResult from_record(const PerfCandidate& m, CandidateResult now) {
+  CandidateResult c = std::move(now);
   c.status = m.status;
   c.message = m.message;
   c.median_ms = m.median_ms, c.min_ms = m.min_ms, c.max_ms = m.max_ms;
   c.packed_median_ms = m.packed_median_ms;
-  c.workspace_bytes = static_cast<size_t>(m.workspace_bytes);
   c.max_error = m.max_error;
   c.from_perfdb = true;
   return c;
@@ -228,20 +226,16 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
     CandidateResult c;
     c.algo_id = std::string(algo.id());
     c.config = pending[i].config;
-    if (const PerfCandidate* m = final_measurement(o.measured, c.algo_id, c.config)) {
-      c = from_record(*m);
-      c.error_bound = algo.error_bound(p, c.config);
-      r.candidates.push_back(c);
-      if (progress) progress(i, pending.size(), r.candidates.back());
-      continue;
-    }
     try {
       c.workspace_bytes = algo.workspace_bytes(p, c.config);
       c.error_bound = algo.error_bound(p, c.config);
+      const PerfCandidate* stored = final_measurement(o.measured, c.algo_id, c.config);
       if (c.workspace_bytes > o.workspace_limit) {
         c.status = "skipped";
         c.message =
             "workspace " + mib(c.workspace_bytes) + " exceeds the limit " + mib(o.workspace_limit);
+      } else if (stored) {
+        c = from_record(*stored, c);
       } else if (Clock::now() >= deadline) {
         c.status = "skipped";
         c.message = "time budget of " + std::to_string(static_cast<long>(o.budget_ms)) +

@@ -182,7 +182,10 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
         }
       }
       const auto& c = r.candidates[i];
-      usable(p, c.algo_id, c.config, o.device.kind, o.workspace_limit, &choice);
+      if (!usable(p, c.algo_id, c.config, o.device.kind, o.workspace_limit, &choice))
+        throw Error("workspace_limit: the tuned winner " + c.algo_id + " " + c.config + " for " +
+                    pkey + " does not fit " + std::to_string(o.workspace_limit) +
+                    " bytes of workspace");
       choice.source = ChoiceSource::tuned;
     }
   }
