@@ -261,7 +261,6 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
           ops.synchronize(nullptr);
           auto rel = ref::compare(p.y_elems(), hy.floats(), trusted.y.data(), trusted.abs.data());
           c.max_rel_error = std::max(c.max_rel_error, rel.max_error);
-          if (rel.nonfinite > 0) return INFINITY;
           return ref::compare(p.y_elems(), hy.floats(), trusted.y.data(), scale.data()).max_error;
         };
         if (o.check) c.max_error = check_output();
@@ -337,10 +336,9 @@ void store_result(PerfDb& db, const TuneResult& r) {
   };
   std::optional<PerfWinner> one, packed;
   if (r.complete) one = winner(r.winner, false), packed = winner(r.packed_winner, true);
-  const auto records = r.to_records();
-  std::vector<PerfCandidate> fresh;
-  for (size_t i = 0; i < r.candidates.size(); ++i)
-    if (!r.candidates[i].from_perfdb) fresh.push_back(records[i]);
+  auto fresh = r.to_records();  // minus what came from the database, already stored
+  for (size_t i = r.candidates.size(); i-- > 0;)
+    if (r.candidates[i].from_perfdb) fresh.erase(fresh.begin() + static_cast<ptrdiff_t>(i));
   db.store(r.fingerprint, r.problem.key(), fresh, one ? &*one : nullptr,
            packed ? &*packed : nullptr);
 }

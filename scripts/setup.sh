@@ -11,31 +11,26 @@ packages=(cmake g++ make libblis-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-hea
           libsqlite3-dev catch2 libcli11-dev nlohmann-json3-dev libcpu-features-dev)
 
 probe_dir="$(mktemp -d)"
-trap 'rm -rf "$probe_dir"' EXIT
+probe_log="$(mktemp)"
+trap 'rm -rf "$probe_dir" "$probe_log"' EXIT
 configures() {
   command -v cmake >/dev/null 2>&1 || return 1
-  cmake -S . -B "$probe_dir" -DCONVTUNE_CUDA=OFF -DCONVTUNE_BUILD_TESTS=ON \
-    >"$probe_dir.log" 2>&1
+  # A fresh folder each time: a failed configure caches its NOTFOUND results.
+  rm -rf "$probe_dir" && mkdir -p "$probe_dir"
+  cmake -S . -B "$probe_dir" -DCONVTUNE_CUDA=OFF -DCONVTUNE_BUILD_TESTS=ON >"$probe_log" 2>&1
 }
 
-if configures; then
-  echo "setup: all dependencies are installed (CMake configures)"
-  rm -f "$probe_dir.log"
-  exit 0
-fi
-
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-echo "setup: installing ${packages[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-  "${packages[@]}" >/dev/null
-rm -rf "$probe_dir" && mkdir -p "$probe_dir"
 if ! configures; then
-  echo "setup: CMake still does not configure after installing the packages:" >&2
-  cat "$probe_dir.log" >&2
-  rm -f "$probe_dir.log"
-  exit 1
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing ${packages[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    "${packages[@]}" >/dev/null
+  if ! configures; then
+    echo "setup: CMake still does not configure after installing the packages:" >&2
+    cat "$probe_log" >&2
+    exit 1
+  fi
 fi
-rm -f "$probe_dir.log"
 echo "setup: all dependencies are installed (CMake configures)"

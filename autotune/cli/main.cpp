@@ -97,9 +97,9 @@ struct Common {
   // More OpenMP threads than processors only oversubscribe the cores (every barrier then waits
   // for a descheduled thread): allowed, as a user may mean it, but said.
   void warn_threads() const {
-    if (threads > static_cast<int>(std::thread::hardware_concurrency()))
-      std::cerr << "autotune: --threads " << threads << " exceeds the "
-                << static_cast<int>(std::thread::hardware_concurrency())
+    const int procs = static_cast<int>(std::thread::hardware_concurrency());
+    if (threads > procs)
+      std::cerr << "autotune: --threads " << threads << " exceeds the " << procs
                 << " processors of this machine; timings will include oversubscription\n";
   }
 };
@@ -282,29 +282,21 @@ int run_show(const Common& c) {
   const conv::Device device = parse_device(c.device);
   const std::string fingerprint = device.fingerprint(c.threads);
   const std::string path = c.db_path();
-  if (!std::filesystem::exists(path)) {  // nothing tuned yet: an empty answer, not an error
-    if (c.json) {
-      nlohmann::json j = {{"fingerprint", fingerprint}, {"perfdb", path}};
-      j["winners"] = nlohmann::json::array();
-      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    } else {
-      std::cout << "device: " << fingerprint << "\nperf database: " << path
-                << " (does not exist yet)\n\nnothing stored: no winners for this device\n";
-    }
-    return 0;
-  }
-  conv::PerfDb db = conv::PerfDb::open(path, true);
-  auto entries = db.winners(fingerprint);
+  // Nothing tuned yet is an empty answer, not an error.
+  const bool exists = std::filesystem::exists(path);
+  std::vector<conv::PerfDb::Entry> entries;
+  if (exists) entries = conv::PerfDb::open(path, true).winners(fingerprint);
   if (c.json) {
-    nlohmann::json j = {{"fingerprint", fingerprint}, {"perfdb", db.path()}};
+    nlohmann::json j = {{"fingerprint", fingerprint}, {"perfdb", path}};
     j["winners"] = nlohmann::json::array();
     for (const auto& e : entries) j["winners"].push_back(conv::cli::to_json(e));
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  std::cout << "device: " << fingerprint << "\nperf database: " << db.path() << "\n\n";
+  std::cout << "device: " << fingerprint << "\nperf database: " << path
+            << (exists ? "" : " (does not exist yet)") << "\n\n";
   if (entries.empty()) {
-    std::cout << "no winners stored for this device\n";
+    std::cout << "nothing stored: no winners stored for this device\n";
     return 0;
   }
   for (const auto& e : entries) {
