@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <sstream>
 
 #include "buffer.hpp"
 #include "device_ops.hpp"
+#include "measure.hpp"
 #include "reference/reference.hpp"
 
 namespace conv {
@@ -27,12 +29,6 @@ bool matches_pattern(std::string_view id, const std::string& pattern) {
   for (std::string part; std::getline(ss, part, ',');)
     if (!part.empty() && id.find(part) != std::string_view::npos) return true;
   return false;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::string mib(size_t bytes) {
@@ -88,27 +84,13 @@ struct DeviceTensors {
   DeviceBuffer x, w, b, y;
 };
 
-// Runs `run` warmup_runs times, then until min_runs and min_time_ms are both reached (or the
-// deadline passes, after at least one timed run); returns the per-run times.
-std::vector<double> time_runs(const DeviceOps& ops, const std::function<void()>& run,
-                              const TuneOptions& o, Clock::time_point deadline, void* stream) {
-  for (int i = 0; i < o.warmup_runs; ++i) run();
-  ops.synchronize(stream);
-  std::vector<double> times;
-  double total = 0;
-  while (times.empty() || ((static_cast<int>(times.size()) < o.min_runs || total < o.min_time_ms) &&
-                           Clock::now() < deadline && times.size() < 100000)) {
-    times.push_back(ops.time_ms(run, stream));
-    total += times.back();
-  }
-  return times;
-}
-
-// The stored measurement of (algo, config) when its status is final.
+// The stored measurement of (algo, config) when its status is final: "rejected", or "ok" and
+// measured clean at least once (a noisy one is measured again).
 const PerfCandidate* final_measurement(const std::vector<PerfCandidate>& measured,
                                        const std::string& algo, const std::string& config) {
   for (const auto& m : measured)
-    if (m.algo_id == algo && m.config == config && (m.status == "ok" || m.status == "rejected"))
+    if (m.algo_id == algo && m.config == config &&
+        (m.status == "rejected" || (m.status == "ok" && !m.quality.noisy)))
       return &m;
   return nullptr;
 }
@@ -118,12 +100,28 @@ CandidateResult from_record(const PerfCandidate& m, CandidateResult now) {
   CandidateResult c = std::move(now);
   c.status = m.status;
   c.message = m.message;
-  c.median_ms = m.median_ms, c.min_ms = m.min_ms, c.max_ms = m.max_ms;
+  c.median_ms = m.median_ms, c.max_ms = m.max_ms;
+  c.min_ms = m.min_ms >= 0 ? m.min_ms : m.median_ms;
   c.packed_median_ms = m.packed_median_ms;
+  c.packed_min_ms = m.packed_min_ms >= 0 ? m.packed_min_ms : m.packed_median_ms;
   c.max_error = m.max_error;
+  c.quality = m.quality;
   c.from_perfdb = true;
   return c;
 }
+
+// Packed weights of the candidates being timed are kept between rounds up to this much memory;
+// beyond it a candidate packs again (untimed) before each of its rounds.
+constexpr size_t kKeepPackedBytes = size_t{1} << 30;
+
+// One candidate on one path, as the timing rounds see it.
+struct Timed {
+  const Algorithm* algo = nullptr;
+  size_t candidate = 0;
+  bool packed = false;
+  DeviceBuffer packed_weights;  // kept packed weights, or empty when packing into the scratch
+  std::string failure;          // what it threw while being timed
+};
 
 }  // namespace
 
@@ -134,8 +132,7 @@ double CandidateResult::gflops(const ConvProblem& p) const {
 const CandidateResult* TuneResult::find(const std::string& algo_id) const {
   const CandidateResult* best = nullptr;
   for (const auto& c : candidates)
-    if (c.algo_id == algo_id && c.status == "ok" && (!best || c.median_ms < best->median_ms))
-      best = &c;
+    if (c.algo_id == algo_id && c.status == "ok" && (!best || c.min_ms < best->min_ms)) best = &c;
   return best;
 }
 
@@ -150,7 +147,9 @@ std::vector<PerfCandidate> TuneResult::to_records() const {
     r.min_ms = c.min_ms;
     r.max_ms = c.max_ms;
     r.packed_median_ms = c.packed_median_ms;
+    r.packed_min_ms = c.packed_min_ms;
     r.max_error = c.max_error;
+    r.quality = c.quality;
     r.workspace_bytes = static_cast<double>(c.workspace_bytes);
     r.message = c.message;
     out.push_back(r);
@@ -221,9 +220,25 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
     ops.synchronize(nullptr);
   }
 
+  // Phase 1, per candidate: workspace, bound, one checked run (one-shot, then packed).
+  DeviceBuffer ws, scratch_packed;  // shared by all candidates: one runs at a time
+  size_t kept_packed = 0;
+  std::deque<Timed> timed;
+  auto args_for = [&](const Timed& t) {
+    ForwardArgs a;
+    a.x = d.x.floats(), a.w = d.w.floats(), a.bias = d.b.floats(), a.y = d.y.floats();
+    a.workspace = ws.data(), a.workspace_size = r.candidates[t.candidate].workspace_bytes;
+    a.threads = threads;
+    if (t.packed) {
+      a.packed_weights = t.packed_weights.data() ? t.packed_weights.data() : scratch_packed.data();
+      a.w = nullptr;
+    }
+    return a;
+  };
   for (size_t i = 0; i < pending.size(); ++i) {
     const Algorithm& algo = *pending[i].algo;
-    CandidateResult c;
+    r.candidates.emplace_back();
+    CandidateResult& c = r.candidates.back();
     c.algo_id = std::string(algo.id());
     c.config = pending[i].config;
     try {
@@ -241,12 +256,10 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
         c.message = "time budget of " + std::to_string(static_cast<long>(o.budget_ms)) +
                     " ms for this problem used up";
       } else {
-        DeviceBuffer ws(ops, c.workspace_bytes);
-        ForwardArgs a;
-        a.x = d.x.floats(), a.w = d.w.floats(), a.bias = d.b.floats(), a.y = d.y.floats();
-        a.workspace = ws.data(), a.workspace_size = c.workspace_bytes;
-        a.threads = threads;
-        auto run = [&] { algo.forward(p, c.config, a); };
+        ws.reserve(ops, c.workspace_bytes);
+        Timed oneshot;
+        oneshot.algo = &algo;
+        oneshot.candidate = i;
 
         // One checked run on a NaN-poisoned output, so unwritten outputs are caught too. The
         // gate is the algorithm's contract: the error normalized by its own error scale.
@@ -254,55 +267,119 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
         if (o.check)
           scale =
               error_scale(algo, p, c.config, hx.floats(), hw.floats(), trusted.abs.data(), threads);
-        auto check_output = [&]() -> double {
+        auto check_output = [&](const Timed& t) -> double {
           ops.upload(d.y.data(), poison.data(), p.y_bytes(), nullptr);
-          run();
+          algo.forward(p, c.config, args_for(t));
           ops.download(hy.data(), d.y.data(), p.y_bytes(), nullptr);
           ops.synchronize(nullptr);
           auto rel = ref::compare(p.y_elems(), hy.floats(), trusted.y.data(), trusted.abs.data());
           c.max_rel_error = std::max(c.max_rel_error, rel.max_error);
           return ref::compare(p.y_elems(), hy.floats(), trusted.y.data(), scale.data()).max_error;
         };
-        if (o.check) c.max_error = check_output();
+        if (o.check) c.max_error = check_output(oneshot);
+        const size_t packed_bytes = algo.packed_weights_bytes(p, c.config);
         if (o.check && !(c.max_error <= c.error_bound)) {
           c.status = "rejected";
           std::ostringstream s;
           s << "max error " << c.max_error << " exceeds its bound " << c.error_bound << " (vs "
             << trusted.source << ")";
           c.message = s.str();
-        } else {
-          auto times = time_runs(ops, run, o, deadline, nullptr);
-          c.runs = static_cast<int>(times.size());
-          c.median_ms = median(times);
-          c.min_ms = *std::min_element(times.begin(), times.end());
-          c.max_ms = *std::max_element(times.begin(), times.end());
+        } else if (packed_bytes > 0) {
           // The Plan path: weights packed once, then only the packed forward is timed.
-          const size_t packed_bytes = algo.packed_weights_bytes(p, c.config);
-          if (packed_bytes > 0) {
-            DeviceBuffer pw(ops, packed_bytes);
-            algo.pack_weights(p, c.config, d.w.floats(), pw.data(), threads);
-            a.packed_weights = pw.data();
-            a.w = nullptr;
-            const double packed_error = o.check ? check_output() : 0;
-            c.max_error = std::max(c.max_error, packed_error);
-            if (o.check && !(packed_error <= c.error_bound)) {
-              c.status = "rejected";
-              std::ostringstream s;
-              s << "with packed weights: max error " << packed_error << " exceeds its bound "
-                << c.error_bound;
-              c.message = s.str();
-            } else {
-              c.packed_median_ms = median(time_runs(ops, run, o, deadline, nullptr));
-            }
+          Timed packed;
+          packed.algo = &algo;
+          packed.candidate = i;
+          packed.packed = true;
+          if (kept_packed + packed_bytes <= kKeepPackedBytes) {
+            packed.packed_weights = DeviceBuffer(ops, packed_bytes);
+            kept_packed += packed_bytes;
+          } else {
+            scratch_packed.reserve(ops, packed_bytes);
           }
+          algo.pack_weights(
+              p, c.config, d.w.floats(),
+              packed.packed_weights.data() ? packed.packed_weights.data() : scratch_packed.data(),
+              threads);
+          const double packed_error = o.check ? check_output(packed) : 0;
+          c.max_error = std::max(c.max_error, packed_error);
+          if (o.check && !(packed_error <= c.error_bound)) {
+            c.status = "rejected";
+            std::ostringstream s;
+            s << "with packed weights: max error " << packed_error << " exceeds its bound "
+              << c.error_bound;
+            c.message = s.str();
+          } else {
+            timed.push_back(std::move(oneshot));
+            timed.push_back(std::move(packed));
+          }
+        } else {
+          timed.push_back(std::move(oneshot));
         }
       }
     } catch (const std::exception& e) {
       c.status = "failed";
       c.message = e.what();
     }
-    r.candidates.push_back(c);
-    if (progress) progress(i, pending.size(), r.candidates.back());
+    if (progress) progress(i, pending.size(), c);
+  }
+
+  // Phase 2: the interleaved timing rounds of everything that passed its check.
+  std::vector<measure::Item> items;
+  for (size_t k = 0; k < timed.size(); ++k) {
+    Timed& t = timed[k];
+    const CandidateResult& c = r.candidates[t.candidate];
+    measure::Item item;
+    item.label = c.algo_id + " " + c.config + (t.packed ? " packed" : "");
+    item.run = [&, t = &t] {
+      if (!t->failure.empty()) return;
+      try {
+        t->algo->forward(p, r.candidates[t->candidate].config, args_for(*t));
+      } catch (const std::exception& e) {
+        t->failure = e.what();
+      }
+    };
+    if (t.packed && !t.packed_weights.data())
+      item.prepare = [&, t = &t] {
+        t->algo->pack_weights(p, r.candidates[t->candidate].config, d.w.floats(),
+                              scratch_packed.data(), threads);
+      };
+    // A one-shot time races on the Plan path too when the candidate has no packed form.
+    const bool has_packed = k + 1 < timed.size() && timed[k + 1].packed;
+    item.races = t.packed ? measure::kPlan : has_packed ? measure::kOneShot : measure::kBoth;
+    items.push_back(std::move(item));
+  }
+  measure::Policy policy;
+  policy.min_rounds = o.min_rounds;
+  policy.max_rounds = o.max_rounds;
+  policy.batch_ms = o.batch_ms;
+  policy.budget_ms =
+      std::max(0.0, std::chrono::duration<double, std::milli>(deadline - Clock::now()).count());
+  std::shared_ptr<MeasureEnv> env = o.env ? o.env : measure::system_env(ops, nullptr);
+  const auto stats = measure::run_rounds(items, *env, policy);
+  // Lower bounds of the true times (measure::Stats::lower_ms), one-shot and on the Plan path.
+  std::vector<double> lower(r.candidates.size(), 0), plan_lower(r.candidates.size(), 0);
+  for (size_t k = 0; k < timed.size(); ++k) {
+    CandidateResult& c = r.candidates[timed[k].candidate];
+    const measure::Stats& st = stats[k];
+    if (!timed[k].packed) lower[timed[k].candidate] = st.lower_ms;
+    plan_lower[timed[k].candidate] = st.lower_ms;
+    if (!timed[k].failure.empty()) {
+      c.status = "failed";
+      c.message = "while timing: " + timed[k].failure;
+      continue;
+    }
+    if (timed[k].packed) {
+      c.packed_median_ms = st.median_ms;
+      c.packed_min_ms = st.min_ms;
+      c.quality.noisy = c.quality.noisy || st.noisy();
+    } else {
+      c.median_ms = st.median_ms, c.min_ms = st.min_ms, c.max_ms = st.max_ms;
+      c.runs = st.runs;
+      c.quality.rounds = static_cast<int>(st.samples.size());
+      c.quality.clean_rounds = st.clean_rounds;
+      c.quality.spread = st.spread;
+      c.quality.noisy = c.quality.noisy || st.noisy();
+    }
   }
 
   r.complete = !filtered && std::all_of(r.candidates.begin(), r.candidates.end(), [](auto& c) {
@@ -311,13 +388,19 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
     if (c.status != "ok") continue;
-    if (r.winner < 0 || c.median_ms < r.candidates[r.winner].median_ms)
-      r.winner = static_cast<int>(i);
-    auto plan_ms = [](const CandidateResult& x) {
-      return x.packed_median_ms >= 0 ? x.packed_median_ms : x.median_ms;
-    };
-    if (r.packed_winner < 0 || plan_ms(c) < plan_ms(r.candidates[r.packed_winner]))
+    if (r.winner < 0 || c.min_ms < r.candidates[r.winner].min_ms) r.winner = static_cast<int>(i);
+    if (r.packed_winner < 0 || c.plan_ms() < r.candidates[r.packed_winner].plan_ms())
       r.packed_winner = static_cast<int>(i);
+  }
+  // A noisy candidate's time is only an upper bound: unless its lower bound rules it out, it
+  // could be faster than the winner, which makes the decision noisy; a noisy winner's own time
+  // is uncertain too.
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const auto& c = r.candidates[i];
+    if (c.status != "ok" || !c.quality.noisy) continue;
+    if (r.winner >= 0 && lower[i] <= r.candidates[r.winner].min_ms) r.noisy = true;
+    if (r.packed_winner >= 0 && plan_lower[i] <= r.candidates[r.packed_winner].plan_ms())
+      r.packed_noisy = true;
   }
   r.elapsed_ms = ms_since(t0);
   return r;
@@ -331,6 +414,9 @@ void store_result(PerfDb& db, const TuneResult& r) {
     w.algo_id = c.algo_id;
     w.config = c.config;
     w.median_ms = packed && c.packed_median_ms >= 0 ? c.packed_median_ms : c.median_ms;
+    w.min_ms = packed ? c.plan_ms() : c.min_ms;
+    w.quality = c.quality;
+    w.quality.noisy = packed ? r.packed_noisy : r.noisy;
     w.version = version();
     return w;
   };

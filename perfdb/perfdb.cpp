@@ -137,6 +137,33 @@ void check_tables(const FileInfo& info, const std::string& path) {
       fail_not_perfdb(path, "schema " + std::to_string(info.version) + " without table " + t);
 }
 
+// The columns schema 2 added, or their defaults when reading a schema-1 file (which a reader
+// cannot migrate). Same order in both tables: estimate, rounds, clean rounds, spread, noisy.
+std::string winner_quality_columns(int version) {
+  return version >= 2 ? "min_ms, rounds, clean_rounds, spread, noisy" : "NULL, 0, 0, NULL, 0";
+}
+std::string candidate_quality_columns(int version) {
+  return version >= 2 ? "packed_min_ms, rounds, clean_rounds, spread, noisy"
+                      : "NULL, 0, 0, NULL, 0";
+}
+
+// Untrusted input: a file from elsewhere may hold any numbers.
+MeasureQuality quality_from(const Stmt& s, int col) {
+  MeasureQuality q;
+  q.rounds = static_cast<int>(std::clamp<int64_t>(s.integer(col), 0, 1 << 30));
+  q.clean_rounds = static_cast<int>(std::clamp<int64_t>(s.integer(col + 1), 0, q.rounds));
+  const double spread = s.real_opt(col + 2);
+  q.spread = spread >= 0 ? spread : -1;
+  q.noisy = s.integer(col + 3) != 0;
+  return q;
+}
+
+void bind_quality(Stmt& s, int i, const MeasureQuality& q) {
+  s.bind_int(i, q.rounds).bind_int(i + 1, q.clean_rounds).bind_opt(i + 2, q.spread);
+  s.bind_int(i + 3, q.noisy ? 1 : 0);
+}
+
+// Columns: algo, config, median_ms, date, version, then winner_quality_columns().
 PerfWinner winner_from(const Stmt& s, int col) {
   PerfWinner w;
   w.algo_id = s.text(col);
@@ -144,6 +171,8 @@ PerfWinner winner_from(const Stmt& s, int col) {
   w.median_ms = s.real(col + 2);
   w.date = s.text(col + 3);
   w.version = s.text(col + 4);
+  w.min_ms = s.real_opt(col + 5);
+  w.quality = quality_from(s, col + 6);
   return w;
 }
 
@@ -237,6 +266,7 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
       // Nothing to read; an in-memory database with the schema answers every query with "none".
       db.db_.reset(open_connection(path, ":memory:", SQLITE_OPEN_READWRITE, "in memory"));
       migrate(db.db_.get(), path, migrations());
+      db.version_ = schema_version();
       return db;
     }
     if (info.version < kOldestReadableVersion)
@@ -257,6 +287,7 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
     }
   }
   check_tables(info, path);
+  db.version_ = info.version;
   return db;
 }
 
@@ -264,9 +295,10 @@ std::optional<PerfWinner> PerfDb::lookup(const std::string& fingerprint, const s
                                          ExecPath p) const {
   sqlite3* c = conn();
   return with_retry(c, path_, [&]() -> std::optional<PerfWinner> {
-    Stmt s(c, path_,
-           "SELECT algo, config, median_ms, date, version FROM winners "
-           "WHERE fingerprint = ?1 AND key = ?2 AND path = ?3");
+    const std::string sql = "SELECT algo, config, median_ms, date, version, " +
+                            winner_quality_columns(version_) +
+                            " FROM winners WHERE fingerprint = ?1 AND key = ?2 AND path = ?3";
+    Stmt s(c, path_, sql.c_str());
     s.bind(1, fingerprint).bind(2, key).bind(3, std::string(to_string(p)));
     if (!s.step()) return std::nullopt;
     return winner_from(s, 0);
@@ -295,19 +327,23 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
     Stmt ins(c, path_,
              "INSERT OR REPLACE INTO candidates (fingerprint, key, algo, config, status, "
              "median_ms, min_ms, max_ms, packed_median_ms, max_error, workspace_bytes, message, "
-             "date, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+             "date, version, packed_min_ms, rounds, clean_rounds, spread, noisy) VALUES (?1, ?2, "
+             "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)");
     for (const PerfCandidate& r : candidates) {
       ins.bind(1, fingerprint).bind(2, key).bind(3, r.algo_id).bind(4, r.config).bind(5, r.status);
       ins.bind_opt(6, r.median_ms).bind_opt(7, r.min_ms).bind_opt(8, r.max_ms);
       ins.bind_opt(9, r.packed_median_ms).bind_opt(10, r.max_error);
       ins.bind(11, r.workspace_bytes).bind(12, r.message);
       ins.bind(13, r.date.empty() ? now : r.date).bind(14, std::string(CONVTUNE_VERSION));
+      ins.bind_opt(15, r.packed_min_ms);
+      bind_quality(ins, 16, r.quality);
       ins.run();
       ins.reset();
     }
     Stmt win(c, path_,
              "INSERT OR REPLACE INTO winners (fingerprint, key, path, algo, config, median_ms, "
-             "date, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+             "date, version, min_ms, rounds, clean_rounds, spread, noisy) VALUES (?1, ?2, ?3, ?4, "
+             "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
     for (const ExecPath p : {ExecPath::oneshot, ExecPath::packed}) {
       const PerfWinner* w = p == ExecPath::oneshot ? oneshot_winner : packed_winner;
       if (!w) continue;
@@ -315,6 +351,8 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
       win.bind(4, w->algo_id).bind(5, w->config).bind(6, w->median_ms);
       win.bind(7, w->date.empty() ? now : w->date);
       win.bind(8, w->version.empty() ? std::string(CONVTUNE_VERSION) : w->version);
+      win.bind_opt(9, w->min_ms);
+      bind_quality(win, 10, w->quality);
       win.run();
       win.reset();
     }
@@ -326,9 +364,10 @@ std::vector<PerfDb::Entry> PerfDb::winners(const std::string& fingerprint) const
   sqlite3* c = conn();
   return with_retry(c, path_, [&] {
     std::vector<Entry> out;
-    Stmt s(c, path_,
-           "SELECT key, path, algo, config, median_ms, date, version FROM winners "
-           "WHERE fingerprint = ?1 ORDER BY key, path");
+    const std::string sql = "SELECT key, path, algo, config, median_ms, date, version, " +
+                            winner_quality_columns(version_) +
+                            " FROM winners WHERE fingerprint = ?1 ORDER BY key, path";
+    Stmt s(c, path_, sql.c_str());
     s.bind(1, fingerprint);
     while (s.step())
       out.push_back({s.text(0), s.text(1) == "packed" ? ExecPath::packed : ExecPath::oneshot,
@@ -342,10 +381,13 @@ std::vector<PerfCandidate> PerfDb::candidates(const std::string& fingerprint,
   sqlite3* c = conn();
   return with_retry(c, path_, [&] {
     std::vector<PerfCandidate> out;
-    Stmt s(c, path_,
-           "SELECT algo, config, status, median_ms, min_ms, max_ms, packed_median_ms, max_error, "
-           "workspace_bytes, message, date FROM candidates WHERE fingerprint = ?1 AND key = ?2 "
-           "ORDER BY median_ms IS NULL, median_ms, algo, config");
+    const std::string sql =
+        "SELECT algo, config, status, median_ms, min_ms, max_ms, packed_median_ms, max_error, "
+        "workspace_bytes, message, date, " +
+        candidate_quality_columns(version_) +
+        " FROM candidates WHERE fingerprint = ?1 AND key = ?2 "
+        "ORDER BY min_ms IS NULL, min_ms, algo, config";
+    Stmt s(c, path_, sql.c_str());
     s.bind(1, fingerprint).bind(2, key);
     while (s.step()) {
       PerfCandidate r;
@@ -360,6 +402,8 @@ std::vector<PerfCandidate> PerfDb::candidates(const std::string& fingerprint,
       r.workspace_bytes = s.real(8);
       r.message = s.text(9);
       r.date = s.text(10);
+      r.packed_min_ms = s.real_opt(11);
+      r.quality = quality_from(s, 12);
       out.push_back(std::move(r));
     }
     return out;
@@ -388,25 +432,39 @@ size_t PerfDb::merge(const std::string& other_path) {
   return with_retry(c, path_, [&] {
     WriteTxn txn(c, path_);
     ReadTxn snapshot(src, other.path_);
-    size_t changed = copy(
-        "SELECT fingerprint, key, path, algo, config, median_ms, date, version FROM winners",
-        "INSERT INTO winners (fingerprint, key, path, algo, config, median_ms, date, version) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (fingerprint, key, path) DO UPDATE "
-        "SET algo = excluded.algo, config = excluded.config, median_ms = excluded.median_ms, "
-        "date = excluded.date, version = excluded.version WHERE excluded.date > winners.date",
-        8);
-    changed += copy(
+    const std::string winners_select =
+        "SELECT fingerprint, key, path, algo, config, median_ms, "
+        "date, version, " +
+        winner_quality_columns(other.version_) + " FROM winners";
+    size_t changed =
+        copy(winners_select.c_str(),
+             "INSERT INTO winners (fingerprint, key, path, algo, config, median_ms, date, version, "
+             "min_ms, rounds, clean_rounds, spread, noisy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+             "?9, ?10, ?11, ?12, ?13) ON CONFLICT (fingerprint, key, path) DO UPDATE "
+             "SET algo = excluded.algo, config = excluded.config, median_ms = excluded.median_ms, "
+             "date = excluded.date, version = excluded.version, min_ms = excluded.min_ms, "
+             "rounds = excluded.rounds, clean_rounds = excluded.clean_rounds, "
+             "spread = excluded.spread, noisy = excluded.noisy WHERE excluded.date > winners.date",
+             13);
+    const std::string candidates_select =
         "SELECT fingerprint, key, algo, config, status, median_ms, min_ms, max_ms, "
-        "packed_median_ms, max_error, workspace_bytes, message, date, version FROM candidates",
+        "packed_median_ms, max_error, workspace_bytes, message, date, version, " +
+        candidate_quality_columns(other.version_) + " FROM candidates";
+    changed += copy(
+        candidates_select.c_str(),
         "INSERT INTO candidates (fingerprint, key, algo, config, status, median_ms, min_ms, "
-        "max_ms, packed_median_ms, max_error, workspace_bytes, message, date, version) VALUES "
-        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+        "max_ms, packed_median_ms, max_error, workspace_bytes, message, date, version, "
+        "packed_min_ms, rounds, clean_rounds, spread, noisy) VALUES "
+        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) "
         "ON CONFLICT (fingerprint, key, algo, config) DO UPDATE SET status = excluded.status, "
         "median_ms = excluded.median_ms, min_ms = excluded.min_ms, max_ms = excluded.max_ms, "
         "packed_median_ms = excluded.packed_median_ms, max_error = excluded.max_error, "
         "workspace_bytes = excluded.workspace_bytes, message = excluded.message, "
-        "date = excluded.date, version = excluded.version WHERE excluded.date > candidates.date",
-        14);
+        "date = excluded.date, version = excluded.version, "
+        "packed_min_ms = excluded.packed_min_ms, rounds = excluded.rounds, "
+        "clean_rounds = excluded.clean_rounds, spread = excluded.spread, noisy = excluded.noisy "
+        "WHERE excluded.date > candidates.date",
+        19);
     txn.commit();
     return changed;
   });

@@ -58,6 +58,20 @@ INSERT INTO meta (name, value) VALUES
   ('created_by', 'convtune )sql" CONVTUNE_VERSION R"sql('),
   ('created_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'));
 )sql"},
+      {2, "measurement quality of candidates and winners",
+       // rounds 0 = quality unknown (measured before this schema); noisy is 0 or 1.
+       R"sql(
+ALTER TABLE candidates ADD COLUMN packed_min_ms REAL;
+ALTER TABLE candidates ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE candidates ADD COLUMN clean_rounds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE candidates ADD COLUMN spread REAL;
+ALTER TABLE candidates ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE winners ADD COLUMN min_ms REAL;
+ALTER TABLE winners ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE winners ADD COLUMN clean_rounds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE winners ADD COLUMN spread REAL;
+ALTER TABLE winners ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
+)sql"},
   };
   return steps;
 }

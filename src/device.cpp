@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <sstream>
 #include <string>
 
 #include "conv/error.hpp"
@@ -68,15 +67,6 @@ int resolve_threads(int threads) {
 
 const char* version() {
   return CONVTUNE_VERSION;
-}
-
-std::string cpu_fingerprint(int threads) {
-  std::string brand = cpu_features::GetX86Info().brand_string;
-  while (!brand.empty() && brand.back() == ' ') brand.pop_back();
-  std::ostringstream s;
-  s << "cpu|" << brand << "|" << to_string(cpu_isa()) << "|threads=" << resolve_threads(threads)
-    << "|convtune " << version();
-  return s.str();
 }
 
 std::string Device::fingerprint(int threads) const {

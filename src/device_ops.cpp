@@ -1,8 +1,11 @@
 #include "device_ops.hpp"
 
+#include <cpu_features/cpuinfo_x86.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include "conv/error.hpp"
 
@@ -40,10 +43,13 @@ class CpuOps final : public DeviceOps {
 
 }  // namespace
 
-std::string cpu_fingerprint(int threads);  // device.cpp
-
 std::string CpuOps::fingerprint(int threads) const {
-  return cpu_fingerprint(threads);
+  std::string brand = cpu_features::GetX86Info().brand_string;
+  while (!brand.empty() && brand.back() == ' ') brand.pop_back();
+  std::ostringstream s;
+  s << "cpu|" << brand << "|" << to_string(cpu_isa()) << "|threads=" << resolve_threads(threads)
+    << "|convtune " << version();
+  return s.str();
 }
 
 const DeviceOps& device_ops(const Device& d) {

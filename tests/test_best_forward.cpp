@@ -304,17 +304,18 @@ namespace {
 
 conv::TuneOptions quick_tune() {
   conv::TuneOptions t;
-  t.min_runs = 1;
-  t.min_time_ms = 0;
+  t.min_rounds = 1;
+  t.max_rounds = 1;
+  t.batch_ms = 0;
   t.threads = 2;
   return t;
 }
 
-// The fastest "ok" candidate of a tune result by one-shot median.
+// The fastest "ok" candidate of a tune result by the one-shot estimate.
 const conv::CandidateResult& fastest(const conv::TuneResult& r) {
   REQUIRE(r.winner >= 0);
   for (const auto& c : r.candidates)
-    if (c.status == "ok") CHECK(r.candidates[r.winner].median_ms <= c.median_ms);
+    if (c.status == "ok") CHECK(r.candidates[r.winner].min_ms <= c.min_ms);
   return r.candidates[r.winner];
 }
 

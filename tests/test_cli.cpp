@@ -45,7 +45,7 @@ struct TempDir {
   std::string db() const { return (dir / "perfdb.sqlite").string(); }
 };
 
-const std::string quick = " --min-runs 1 --min-ms 0 --threads 2 ";
+const std::string quick = " --rounds 1 --max-rounds 1 --batch-ms 0 --threads 2 ";
 
 }  // namespace
 
@@ -176,13 +176,13 @@ TEST_CASE("autotune show on a database that does not exist says nothing is store
 TEST_CASE("autotune warns about an unknown CONVTUNE_DISABLE id and too many threads") {
   TempDir tmp;
   auto r = autotune("tune 'mb1ic8ih8oc8kh3' --threads 4096 --db '" + tmp.db() + "'" +
-                    " --min-runs 1 --min-ms 0");
+                    " --rounds 1 --max-rounds 1 --batch-ms 0");
   INFO(r.out);
   // 4096 is above CLI11's range: a usage error naming the flag.
   CHECK(r.code == 2);
   const std::string over = std::to_string(std::thread::hardware_concurrency() + 1);
   r = autotune("tune 'mb1ic8ih8oc8kh3' --threads " + over + " --db '" + tmp.db() +
-               "' --min-runs 1 --min-ms 0");
+               "' --rounds 1 --max-rounds 1 --batch-ms 0");
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("exceeds the"));

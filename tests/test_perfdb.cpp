@@ -130,7 +130,9 @@ PerfCandidate candidate(const std::string& algo, const std::string& config, doub
   c.min_ms = median_ms >= 0 ? 0.9 * median_ms : -1;
   c.max_ms = median_ms >= 0 ? 1.3 * median_ms : -1;
   c.packed_median_ms = median_ms >= 0 ? 0.8 * median_ms : -1;
+  c.packed_min_ms = median_ms >= 0 ? 0.7 * median_ms : -1;
   c.max_error = median_ms >= 0 ? 1.5e-7 : -1;
+  if (median_ms >= 0) c.quality = {5, 4, 0.0125, status == "ok" && median_ms > 2};
   c.workspace_bytes = 4096;
   c.message = status == "ok" ? "" : "error 3e-2 above bound 1e-4";
   return c;
@@ -142,6 +144,8 @@ PerfWinner winner(const std::string& algo, const std::string& config, double ms,
   w.algo_id = algo;
   w.config = config;
   w.median_ms = ms;
+  w.min_ms = 0.96875 * ms;
+  w.quality = {7, 6, 0.03125, ms > 2};
   w.date = date;
   w.version = version;
   return w;
@@ -185,9 +189,25 @@ void require_same(const PerfCandidate& a, const PerfCandidate& b) {
   CHECK(a.min_ms == b.min_ms);
   CHECK(a.max_ms == b.max_ms);
   CHECK(a.packed_median_ms == b.packed_median_ms);
+  CHECK(a.packed_min_ms == b.packed_min_ms);
   CHECK(a.max_error == b.max_error);
   CHECK(a.workspace_bytes == b.workspace_bytes);
   CHECK(a.message == b.message);
+  CHECK(a.quality.rounds == b.quality.rounds);
+  CHECK(a.quality.clean_rounds == b.quality.clean_rounds);
+  CHECK(a.quality.spread == b.quality.spread);
+  CHECK(a.quality.noisy == b.quality.noisy);
+}
+
+void require_same(const PerfWinner& a, const PerfWinner& b) {
+  CHECK(a.algo_id == b.algo_id);
+  CHECK(a.config == b.config);
+  CHECK(a.median_ms == b.median_ms);
+  CHECK(a.min_ms == b.min_ms);
+  CHECK(a.quality.rounds == b.quality.rounds);
+  CHECK(a.quality.clean_rounds == b.quality.clean_rounds);
+  CHECK(a.quality.spread == b.quality.spread);
+  CHECK(a.quality.noisy == b.quality.noisy);
 }
 
 // Requires that `fn` throws conv::Error whose message contains every one of `parts`.
@@ -221,7 +241,9 @@ TEST_CASE("perfdb: store and lookup round-trip every field, for both execution p
   cands[3].workspace_bytes = 0;
   cands[1].workspace_bytes = 123456789012.0;  // above 2^32: no truncation to 32 bits
   const PerfWinner one = winner("cpu.winograd", "m4", 0.75, "2024-03-01T10:00:00Z", "0.0.9");
-  const PerfWinner packed = winner("cpu.im2col_gemm", "default", 0.5);
+  PerfWinner packed = winner("cpu.im2col_gemm", "default", 2.5);
+  packed.quality.spread = -1;  // unknown
+  cands[0].quality = {20, 0, -1, true};
   db.store(kFp, "g1mb1ic64ih56oc64oh56kh3ph1", cands, &one, &packed);
 
   auto got1 = db.lookup(kFp, "g1mb1ic64ih56oc64oh56kh3ph1", ExecPath::oneshot);
@@ -231,12 +253,13 @@ TEST_CASE("perfdb: store and lookup round-trip every field, for both execution p
   CHECK(got1->median_ms == 0.75);
   CHECK(got1->date == "2024-03-01T10:00:00Z");  // a given date and version are kept
   CHECK(got1->version == "0.0.9");
+  require_same(*got1, one);
 
   auto got2 = db.lookup(kFp, "g1mb1ic64ih56oc64oh56kh3ph1", ExecPath::packed);
   REQUIRE(got2);
   CHECK(got2->algo_id == "cpu.im2col_gemm");
   CHECK(got2->config == "default");
-  CHECK(got2->median_ms == 0.5);
+  require_same(*got2, packed);
   CHECK(std::regex_match(got2->date, kIsoDate));  // empty date = now
   CHECK_FALSE(got2->version.empty());             // empty version = this build's
 
@@ -585,6 +608,59 @@ TEST_CASE("perfdb: migrations run in order, once, all or nothing") {
   }
   CHECK(RawDb(path0).value("PRAGMA user_version") == std::to_string(PerfDb::schema_version()));
   CHECK(PerfDb::open(path0, true).lookup(kFp, "k"));
+}
+
+TEST_CASE("perfdb: schema-1 files (no measurement quality) stay readable, mergeable, migratable") {
+  using conv::perfdb_detail::migrate;
+  TempDir dir;
+  const std::string v1 = dir.file("v1.sqlite");
+  {
+    RawDb raw(v1);
+    raw.exec("PRAGMA journal_mode = WAL");
+    migrate(raw.get(), v1, {conv::perfdb_detail::migrations().front()});
+    raw.exec("INSERT INTO winners VALUES ('" + kFp +
+             "', 'k', 'oneshot', 'cpu.direct', 'c', 1.5, '2024-01-01T00:00:00Z', '0.1.0');"
+             "INSERT INTO candidates VALUES ('" +
+             kFp +
+             "', 'k', 'cpu.direct', 'c', 'ok', 1.5, 1.25, 2.0, NULL, 1e-7, 0, '', "
+             "'2024-01-01T00:00:00Z', '0.1.0')");
+  }
+  REQUIRE(RawDb(v1).value("PRAGMA user_version") == "1");
+  auto check_v1_rows = [](const PerfDb& db) {
+    const auto w = db.lookup(kFp, "k");
+    REQUIRE(w);
+    CHECK(w->algo_id == "cpu.direct");
+    CHECK(w->median_ms == 1.5);
+    CHECK(w->min_ms == -1);         // not recorded by schema 1
+    CHECK(w->quality.rounds == 0);  // unknown
+    CHECK_FALSE(w->quality.noisy);  // not flagged: unknown is not noisy
+    const auto c = db.candidates(kFp, "k");
+    REQUIRE(c.size() == 1);
+    CHECK(c[0].min_ms == 1.25);
+    CHECK(c[0].packed_min_ms == -1);
+    CHECK(c[0].quality.rounds == 0);
+    CHECK(c[0].quality.spread == -1);
+  };
+  // A reader cannot migrate: it reads schema 1 as it is, and leaves the file alone.
+  check_v1_rows(PerfDb::open(v1, true));
+  CHECK(RawDb(v1).value("PRAGMA user_version") == "1");
+  // A current database merges it.
+  {
+    auto dst = PerfDb::open(dir.file("dst.sqlite"));
+    CHECK(dst.merge(v1) == 2);
+    check_v1_rows(dst);
+  }
+  // A writer migrates it to the current schema, keeping every row.
+  {
+    auto db = PerfDb::open(v1);
+    check_v1_rows(db);
+    const PerfWinner w = winner("cpu.fft", "t16", 3.0);
+    db.store(kFp, "k2", {candidate("cpu.fft", "t16", 3.0)}, &w, nullptr);
+    const auto back = db.lookup(kFp, "k2");
+    REQUIRE(back);
+    require_same(*back, w);
+  }
+  CHECK(RawDb(v1).value("PRAGMA user_version") == std::to_string(PerfDb::schema_version()));
 }
 
 TEST_CASE("perfdb: read-only opens look up but never write") {

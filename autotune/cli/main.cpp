@@ -108,8 +108,8 @@ struct TuneArgs {
   std::vector<std::string> descriptors, batches;
   std::string algo;
   bool force = false;
-  double budget_s = 120, min_ms = 50;
-  int min_runs = 5;
+  double budget_s = 120, batch_ms = 1;
+  int rounds = 3, max_rounds = 20;
   double workspace_mib = -1;
   void add_to(CLI::App* app) {
     app->add_option("DESCRIPTOR", descriptors,
@@ -120,9 +120,14 @@ struct TuneArgs {
                     "only algorithms whose id contains one of these comma-separated substrings");
     app->add_option("--budget", budget_s, "time budget per problem, seconds")
         ->check(CLI::Range(0.001, 1e6));
-    app->add_option("--min-runs", min_runs, "timed runs per candidate, at least")
-        ->check(CLI::Range(1, 1000000));
-    app->add_option("--min-ms", min_ms, "timed milliseconds per candidate, at least")
+    app->add_option("--rounds", rounds, "interleaved timing rounds per candidate, at least")
+        ->check(CLI::Range(1, 100000));
+    app->add_option("--max-rounds", max_rounds,
+                    "timing rounds per candidate at most, while rounds are disturbed by other "
+                    "processes or disagree")
+        ->check(CLI::Range(1, 100000));
+    app->add_option("--batch-ms", batch_ms,
+                    "a round repeats a candidate's run until it lasts this many milliseconds")
         ->check(CLI::Range(0.0, 1e6));
     app->add_option("--workspace-limit", workspace_mib,
                     "largest workspace a candidate may use, MiB")
@@ -144,8 +149,9 @@ struct TuneArgs {
     o.threads = c.threads;
     o.algo_pattern = algo;
     o.budget_ms = budget_s * 1000;
-    o.min_runs = min_runs;
-    o.min_time_ms = min_ms;
+    o.min_rounds = rounds;
+    o.max_rounds = std::max(rounds, max_rounds);
+    o.batch_ms = batch_ms;
     if (workspace_mib >= 0) o.workspace_limit = static_cast<size_t>(workspace_mib * 1048576.0);
     return o;
   }
@@ -179,7 +185,10 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
     const std::string name = p.name.empty() ? p.key() : p.name;
     if (!t.force) {
       auto w = db.lookup(fingerprint, p.key(), conv::ExecPath::oneshot);
-      if (w && t.algo.empty()) {
+      if (w && w->quality.noisy) {
+        std::cerr << "[" << i + 1 << "/" << problems.size() << "] " << name
+                  << ": the stored winner was measured under load (noisy): measuring again\n";
+      } else if (w && t.algo.empty()) {
         LayerOutcome o;
         o.problem = p;
         o.fingerprint = fingerprint;
@@ -215,7 +224,12 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
       ++subsets;
       const auto& w = r.candidates[r.winner];
       layers.back().source = "subset";
-      layers.back().winner = conv::PerfWinner{w.algo_id, w.config, w.median_ms, "", ""};
+      conv::PerfWinner shown;
+      shown.algo_id = w.algo_id, shown.config = w.config;
+      shown.median_ms = w.median_ms, shown.min_ms = w.min_ms;
+      shown.quality = w.quality;
+      shown.quality.noisy = r.noisy;
+      layers.back().winner = shown;
       std::cerr << " (a subset of the candidates: its winner is shown, not stored)";
     }
     const double per = elapsed() / measured;
@@ -299,11 +313,15 @@ int run_show(const Common& c) {
     std::cout << "nothing stored: no winners stored for this device\n";
     return 0;
   }
+  char line[700];
+  std::snprintf(line, sizeof line, "%-64s %-8s %-28s %13s  %-26s %-20s %s\n", "key", "path",
+                "winner", "median ms", "measurement", "date", "version");
+  std::cout << line;
   for (const auto& e : entries) {
-    char line[600];
-    std::snprintf(line, sizeof line, "%-64s %-8s %-28s %10.3f ms  %s  v%s\n", e.key.c_str(),
+    std::snprintf(line, sizeof line, "%-64s %-8s %-28s %10.3f ms  %-26s %-20s v%s\n", e.key.c_str(),
                   conv::to_string(e.path), (e.winner.algo_id + " " + e.winner.config).c_str(),
-                  e.winner.median_ms, e.winner.date.c_str(), e.winner.version.c_str());
+                  e.winner.median_ms, conv::cli::quality_text(e.winner.quality).c_str(),
+                  e.winner.date.c_str(), e.winner.version.c_str());
     std::cout << line;
   }
   return 0;

@@ -31,27 +31,47 @@ nlohmann::json candidate_json(const PerfCandidate& c, const ConvProblem& p) {
                       {"min_ms", c.min_ms},
                       {"max_ms", c.max_ms},
                       {"packed_median_ms", c.packed_median_ms},
+                      {"packed_min_ms", c.packed_min_ms},
                       {"max_error", c.max_error},
-                      {"workspace_bytes", c.workspace_bytes}};
+                      {"workspace_bytes", c.workspace_bytes},
+                      {"quality", to_json(c.quality)}};
   if (c.median_ms > 0) j["gflops"] = p.flops() / (c.median_ms * 1e6);
   if (!c.message.empty()) j["message"] = c.message;
   return j;
 }
 
 nlohmann::json winner_json(const PerfWinner& w, const ConvProblem& p) {
-  return {
-      {"algo", w.algo_id},        {"config", w.config},
-      {"median_ms", w.median_ms}, {"gflops", w.median_ms > 0 ? p.flops() / (w.median_ms * 1e6) : 0},
-      {"date", w.date},           {"version", w.version}};
+  return {{"algo", w.algo_id},
+          {"config", w.config},
+          {"median_ms", w.median_ms},
+          {"min_ms", w.min_ms},
+          {"gflops", w.median_ms > 0 ? p.flops() / (w.median_ms * 1e6) : 0},
+          {"quality", to_json(w.quality)},
+          {"date", w.date},
+          {"version", w.version}};
 }
 
 }  // namespace
 
+std::string quality_text(const MeasureQuality& q) {
+  if (q.rounds <= 0) return "-";
+  std::string s = std::to_string(q.clean_rounds) + "/" + std::to_string(q.rounds) + " clean";
+  if (q.noisy) return "noisy: " + s;
+  if (q.spread >= 0) s += ", spread " + fmt(100 * q.spread, 1) + "%";
+  return s;
+}
+
+nlohmann::json to_json(const MeasureQuality& q) {
+  return {{"rounds", q.rounds},
+          {"clean_rounds", q.clean_rounds},
+          {"spread", q.spread},
+          {"noisy", q.noisy}};
+}
+
 const PerfCandidate* baseline(const LayerOutcome& o) {
   const PerfCandidate* best = nullptr;
   for (const auto& c : o.candidates)
-    if (is_vendor(c.algo_id) && c.status == "ok" && (!best || c.median_ms < best->median_ms))
-      best = &c;
+    if (is_vendor(c.algo_id) && c.status == "ok" && (!best || c.min_ms < best->min_ms)) best = &c;
   return best;
 }
 
@@ -76,9 +96,11 @@ void print_tune_table(std::ostream& out, const std::vector<LayerOutcome>& layers
                   label(l.problem).c_str(), winner.c_str(), fmt(ms, 3).c_str(),
                   fmt(ms > 0 ? l.problem.flops() / (ms * 1e6) : -1, 1).c_str(), fmt(bms, 3).c_str(),
                   ratio.c_str(),
-                  l.source == "perfdb"   ? "perfdb (stored, not re-measured)"
-                  : l.source == "subset" ? "subset (not stored)"
-                                         : "tuned now");
+                  ((l.source == "perfdb"   ? std::string("perfdb (stored, not re-measured)")
+                    : l.source == "subset" ? std::string("subset (not stored)")
+                                           : std::string("tuned now")) +
+                   (l.winner && l.winner->quality.noisy ? ", noisy (measured under load)" : ""))
+                      .c_str());
     out << line;
   }
 }
@@ -97,20 +119,21 @@ void print_explain(std::ostream& out, const TuneResult& r, double peak) {
       << "sum|x*w|) per output, norm err = the same over the algorithm's error scale (adds the "
       << "tile's magnitude for Winograd/FFT), rejected above bound\n\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-24s %-16s %-9s %10s %10s %8s %7s %9s %10s %9s %9s\n",
-                "algorithm", "config", "status", "median ms", "packed ms", "GFLOP/s", "% peak",
-                "ws MiB", "rel error", "norm err", "bound");
-  out << line << "  " << std::string(130, '-') << "\n";
+  std::snprintf(line, sizeof line, "  %-24s %-16s %-9s %9s %9s %9s %8s %6s %8s %9s %9s %9s  %s\n",
+                "algorithm", "config", "status", "min ms", "median ms", "packed ms", "GFLOP/s",
+                "% peak", "ws MiB", "rel error", "norm err", "bound", "measurement");
+  out << line << "  " << std::string(158, '-') << "\n";
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
     const double gf = c.gflops(p);
     std::snprintf(
-        line, sizeof line, "%c %-24s %-16s %-9s %10s %10s %8s %7s %9s %10.2e %9.2e %9.2e\n",
+        line, sizeof line, "%c %-24s %-16s %-9s %9s %9s %9s %8s %6s %8s %9.2e %9.2e %9.2e  %s\n",
         static_cast<int>(i) == r.winner ? '*' : ' ', c.algo_id.c_str(), c.config.c_str(),
-        c.status.c_str(), fmt(c.median_ms, 3).c_str(), fmt(c.packed_median_ms, 3).c_str(),
-        fmt(c.median_ms > 0 ? gf : -1, 1).c_str(),
+        c.status.c_str(), fmt(c.min_ms, 3).c_str(), fmt(c.median_ms, 3).c_str(),
+        fmt(c.packed_min_ms, 3).c_str(), fmt(c.median_ms > 0 ? gf : -1, 1).c_str(),
         fmt(peak > 0 && c.median_ms > 0 ? 100 * gf / peak : -1, 0).c_str(),
-        fmt(c.workspace_bytes / 1048576.0, 1).c_str(), c.max_rel_error, c.max_error, c.error_bound);
+        fmt(c.workspace_bytes / 1048576.0, 1).c_str(), c.max_rel_error, c.max_error, c.error_bound,
+        (quality_text(c.quality) + (c.from_perfdb ? " (stored)" : "")).c_str());
     out << line;
     if (!c.message.empty()) out << "      " << c.message << "\n";
   }
@@ -122,16 +145,17 @@ void print_explain(std::ostream& out, const TuneResult& r, double peak) {
   out << "\n";
   if (r.winner >= 0) {
     const auto& w = r.candidates[r.winner];
-    out << "winner (one-shot): " << w.algo_id << " " << w.config << ", " << fmt(w.median_ms, 3)
-        << " ms\n";
+    out << "winner (one-shot): " << w.algo_id << " " << w.config << ", " << fmt(w.min_ms, 3)
+        << " ms (median " << fmt(w.median_ms, 3) << " ms)"
+        << (r.noisy ? "; noisy: a candidate was only measured under load and might be faster" : "")
+        << "\n";
   } else {
     out << "winner (one-shot): none: no candidate was measured correct\n";
   }
   if (r.packed_winner >= 0) {
     const auto& w = r.candidates[r.packed_winner];
-    const double ms = w.packed_median_ms >= 0 ? w.packed_median_ms : w.median_ms;
     out << "winner (Plan with packed weights): " << w.algo_id << " " << w.config << ", "
-        << fmt(ms, 3) << " ms\n";
+        << fmt(w.plan_ms(), 3) << " ms" << (r.packed_noisy ? "; noisy" : "") << "\n";
   }
 }
 
@@ -157,10 +181,16 @@ nlohmann::json to_json(const LayerOutcome& o) {
 }
 
 nlohmann::json to_json(const TuneResult& r, double peak) {
-  nlohmann::json j = {{"name", r.problem.name},       {"problem", to_descriptor(r.problem)},
-                      {"key", r.problem.key()},       {"gflop", r.problem.flops() / 1e9},
-                      {"fingerprint", r.fingerprint}, {"reference", r.reference},
-                      {"peak_gflops", peak},          {"elapsed_ms", r.elapsed_ms}};
+  nlohmann::json j = {{"name", r.problem.name},
+                      {"problem", to_descriptor(r.problem)},
+                      {"key", r.problem.key()},
+                      {"gflop", r.problem.flops() / 1e9},
+                      {"fingerprint", r.fingerprint},
+                      {"reference", r.reference},
+                      {"peak_gflops", peak},
+                      {"elapsed_ms", r.elapsed_ms},
+                      {"noisy", r.noisy},
+                      {"packed_noisy", r.packed_noisy}};
   j["candidates"] = nlohmann::json::array();
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
@@ -172,7 +202,10 @@ nlohmann::json to_json(const TuneResult& r, double peak) {
                                {"min_ms", c.min_ms},
                                {"max_ms", c.max_ms},
                                {"packed_median_ms", c.packed_median_ms},
+                               {"packed_min_ms", c.packed_min_ms},
                                {"runs", c.runs},
+                               {"quality", to_json(c.quality)},
+                               {"from_perfdb", c.from_perfdb},
                                {"gflops", c.gflops(r.problem)},
                                {"workspace_bytes", c.workspace_bytes},
                                {"max_error", c.max_error},
@@ -193,6 +226,8 @@ nlohmann::json to_json(const PerfDb::Entry& e) {
           {"algo", e.winner.algo_id},
           {"config", e.winner.config},
           {"median_ms", e.winner.median_ms},
+          {"min_ms", e.winner.min_ms},
+          {"quality", to_json(e.winner.quality)},
           {"date", e.winner.date},
           {"version", e.winner.version}};
 }

@@ -22,6 +22,11 @@ struct LayerOutcome {
   std::optional<TuneResult> tuned;        ///< when measured in this run
 };
 
+/// A measurement's quality in a few words: "5/5 clean, spread 1.2%", "noisy: 0/20 clean",
+/// "-" when unknown (stored before perfdb schema 2).
+std::string quality_text(const MeasureQuality& q);
+nlohmann::json to_json(const MeasureQuality& q);
+
 /// The vendor baseline measured in the same run: cpu.onednn on the CPU, the fastest cuDNN
 /// algorithm on a GPU.
 const PerfCandidate* baseline(const LayerOutcome& o);

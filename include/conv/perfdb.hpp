@@ -18,13 +18,27 @@ namespace conv {
 enum class ExecPath { oneshot, packed };
 const char* to_string(ExecPath p);
 
+/// How far a measured time can be trusted on a shared machine. The tuner times candidates in
+/// interleaved rounds and detects rounds that another process disturbed (see TuneOptions).
+struct MeasureQuality {
+  int rounds = 0;        ///< timing rounds; 0 = unknown (stored before perfdb schema 2)
+  int clean_rounds = 0;  ///< rounds in which no disturbance was detected
+  double spread = -1;    ///< (median - min) / min over the clean rounds; -1 = fewer than 2
+  /// No clean measurement was possible within the budget: every round was disturbed, so the
+  /// time is only an upper bound. For a winner: some candidate that could have won is noisy.
+  /// `autotune tune` without --force measures noisy entries again.
+  bool noisy = false;
+};
+
 /// The stored winner for one (fingerprint, key, path).
 struct PerfWinner {
   std::string algo_id;
   std::string config;
-  double median_ms = 0;
-  std::string date;     ///< UTC, ISO 8601, when stored; store() fills an empty one with now
-  std::string version;  ///< convtune version that measured it; empty = this build's
+  double median_ms = 0;    ///< median of the clean rounds on this path, ms
+  double min_ms = -1;      ///< the estimate the choice was made on: fastest clean round, ms
+  MeasureQuality quality;  ///< of the winner's time; noisy also when the decision is unsure
+  std::string date;        ///< UTC, ISO 8601, when stored; store() fills an empty one with now
+  std::string version;     ///< convtune version that measured it; empty = this build's
 };
 
 /// One measured candidate (all of them are kept, not only the winner).
@@ -32,12 +46,15 @@ struct PerfCandidate {
   std::string algo_id;
   std::string config;
   std::string status;  ///< "ok", "rejected" (error above bound), "failed" (threw), "skipped"
-  double median_ms = -1, min_ms = -1, max_ms = -1;  ///< one-shot times; -1 = not measured
-  double packed_median_ms = -1;                     ///< with pre-packed weights; -1 = n/a
+  /// One-shot times, ms: median and minimum of the clean rounds (of all rounds when none was
+  /// clean), slowest round; -1 = not measured. Candidates are ranked by min_ms.
+  double median_ms = -1, min_ms = -1, max_ms = -1;
+  double packed_median_ms = -1, packed_min_ms = -1;  ///< with pre-packed weights; -1 = n/a
   double max_error = -1;  ///< max |y - y_ref| / sum|x*w| per output; -1 = not checked
   double workspace_bytes = 0;
-  std::string message;  ///< reason for rejected/failed/skipped
-  std::string date;     ///< UTC, ISO 8601, when stored; store() fills an empty one with now
+  std::string message;     ///< reason for rejected/failed/skipped
+  std::string date;        ///< UTC, ISO 8601, when stored; store() fills an empty one with now
+  MeasureQuality quality;  ///< of the one-shot time; noisy when either path's time is
 };
 
 /// A SQLite perf database file (WAL mode, schema version with migrations; see perfdb/schema.cpp).
@@ -98,8 +115,8 @@ class PerfDb {
   /// All winners stored for `fingerprint`, ordered by key then path (oneshot before packed).
   std::vector<Entry> winners(const std::string& fingerprint) const;
 
-  /// The measured candidates of (fingerprint, key), ordered by one-shot median time (fastest
-  /// first; unmeasured ones last), ties by algo_id then config.
+  /// The measured candidates of (fingerprint, key), ordered by one-shot time estimate (min_ms;
+  /// fastest first, unmeasured ones last), ties by algo_id then config.
   std::vector<PerfCandidate> candidates(const std::string& fingerprint,
                                         const std::string& key) const;
 
@@ -121,6 +138,7 @@ class PerfDb {
   std::string path_;
   std::unique_ptr<sqlite3, SqliteCloser> db_;
   bool read_only_ = false;
+  int version_ = 0;  ///< the file's schema (a read-only open reads older schemas as they are)
 };
 
 }  // namespace conv

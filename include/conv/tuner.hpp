@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "conv/algorithm.hpp"
@@ -15,12 +17,56 @@
 
 namespace conv {
 
+/// Cumulative load counters of this process and machine; the tuner compares two reads taken
+/// around a timed batch. -1 = not available on this system.
+struct LoadSignals {
+  /// Total time this process's threads were runnable but waited for a CPU, ms (Linux
+  /// /proc/self/task/*/schedstat, the scheduler's run_delay).
+  double run_delay_ms = -1;
+  /// Time the hypervisor gave other guests on this machine's CPUs, ms (/proc/stat "steal").
+  double steal_ms = -1;
+  /// Involuntary context switches of this process (getrusage ru_nivcsw).
+  long involuntary_switches = -1;
+  /// Not a counter: runnable threads machine-wide per online CPU at the time of reading
+  /// (/proc/loadavg). Above 1, something is waiting for a CPU.
+  double crowding = -1;
+};
+
+/// Where the tuner's times and load signals come from. The default (null in TuneOptions) times
+/// on the device (steady clock on the CPU, events on a GPU) and reads Linux's scheduler
+/// statistics; tests pass scripted ones, and a setup with its own profiler can too.
+class MeasureEnv {
+ public:
+  virtual ~MeasureEnv() = default;
+  /// Milliseconds one call of `run` takes; `label` names the candidate ("<algo> <config>", with
+  /// " packed" appended for the Plan path). Must call `run` exactly once.
+  virtual double time_ms(const std::function<void()>& run, std::string_view label) = 0;
+  virtual LoadSignals load() = 0;
+  virtual double now_ms() = 0;        ///< a steady clock, ms, for the time budget
+  virtual void pause(double ms) = 0;  ///< sleep (step aside for a competing load)
+};
+
+/// How the tuner times candidates on a machine that other processes share (Chen & Revels,
+/// "Robust benchmarking in noisy environments", 2016: noise only adds time, so the minimum of
+/// undisturbed runs is the estimate; TVM's min_repeat_ms; cuDNN find's repeated trials):
+/// after a checked run, every candidate is timed in interleaved rounds (the order rotates each
+/// round, so a load burst hits them alike); a round is a batch of runs lasting batch_ms whose
+/// fastest run is the round's sample, and is "clean" when no thread of this process waited for
+/// a CPU (beyond 2% of the batch) and the hypervisor stole nothing meanwhile. A candidate's
+/// time is its fastest clean round; it is settled after min_rounds rounds once its two fastest
+/// clean rounds agree within 5%, or when that time is over 1.5x another candidate's fastest (it
+/// cannot win); while any candidate still in is unsettled, all of them run more rounds (so
+/// contenders are compared over the same stretch of time), up to max_rounds or the budget, and
+/// a candidate whose last round was disturbed sleeps 20 ms first. A candidate with no clean
+/// round is flagged noisy (MeasureQuality), and so is a winner that a noisy candidate could
+/// have beaten, judging by the candidate's lower bound (its rounds minus the time its threads
+/// waited for a CPU).
 struct TuneOptions {
   Device device = Device::cpu();
-  int threads = 0;          ///< 0 = OpenMP default
-  int min_runs = 5;         ///< timed runs per candidate, at least
-  double min_time_ms = 50;  ///< and at least this much timed time per candidate
-  int warmup_runs = 1;
+  int threads = 0;            ///< 0 = OpenMP default
+  int min_rounds = 3;         ///< timing rounds per candidate, at least
+  int max_rounds = 20;        ///< at most, while rounds are disturbed or disagree
+  double batch_ms = 1;        ///< a round repeats a candidate's run until it lasts this long
   double budget_ms = 120000;  ///< per-problem time budget; remaining candidates are skipped
   std::string algo_pattern;   ///< only algorithms whose id contains one of these
                               ///< comma-separated substrings ("" = all)
@@ -33,7 +79,8 @@ struct TuneOptions {
   /// Problems up to this many FLOPs are checked against the float64 reference, larger ones
   /// against cpu.im2col_gemm.
   double reference_max_flops = 2e9;
-  uint64_t seed = 0x5eed;  ///< random input data seed
+  uint64_t seed = 0x5eed;           ///< random input data seed
+  std::shared_ptr<MeasureEnv> env;  ///< null = the real timer and load signals
 };
 
 /// One candidate's measurement. Times in milliseconds; status as in PerfCandidate.
@@ -41,9 +88,13 @@ struct CandidateResult {
   std::string algo_id, config;
   std::string status = "ok";
   std::string message;
+  /// Median and fastest of the clean rounds (of all rounds if none was clean), slowest round;
+  /// candidates are ranked by min_ms.
   double median_ms = -1, min_ms = -1, max_ms = -1;
-  double packed_median_ms = -1;  ///< with weights packed once (Plan); -1 when not packable
-  int runs = 0;
+  /// The same with weights packed once (Plan); -1 when not packable.
+  double packed_median_ms = -1, packed_min_ms = -1;
+  int runs = 0;            ///< timed calls, one-shot
+  MeasureQuality quality;  ///< of the one-shot time; noisy when either path's time is
   size_t workspace_bytes = 0;
   /// Normalized error max |y - y_ref| / s_o with the algorithm's error scale s_o (the contract
   /// of Algorithm::error_bound), one-shot and packed; -1 when not checked.
@@ -53,6 +104,8 @@ struct CandidateResult {
   double error_bound = 0;    ///< the algorithm's bound on max_error
   bool from_perfdb = false;  ///< taken from TuneOptions::measured, not measured in this run
   double gflops(const ConvProblem& p) const;  ///< direct-convolution FLOPs / median time
+  /// The time on the Plan path: packed_min_ms when packable, else min_ms.
+  double plan_ms() const { return packed_min_ms >= 0 ? packed_min_ms : min_ms; }
 };
 
 /// An algorithm that was not measured at all, with the reason (inapplicable, filtered, ...).
@@ -68,7 +121,10 @@ struct TuneResult {
   std::vector<RejectedAlgorithm> not_applicable;  ///< algorithms that were not candidates
   int winner = -1;         ///< index into candidates of the fastest ok one-shot time, -1 = none
   int packed_winner = -1;  ///< fastest ok time on the Plan path (packed time where it exists)
-  std::string reference;   ///< "float64 reference" or the trusted algorithm's id
+  /// Some ok candidate that could have beaten the winner is noisy (no clean round): the
+  /// decision may be wrong, and `autotune tune` without --force measures it again.
+  bool noisy = false, packed_noisy = false;
+  std::string reference;  ///< "float64 reference" or the trusted algorithm's id
   /// Every candidate of the whole registry has a final status ("ok" or "rejected"): nothing was
   /// filtered out (--algo, CONVTUNE_DISABLE), skipped (workspace limit, time budget) or failed.
   /// Only then do the winners stand for "fastest of all", and store_result() stores them.
@@ -83,9 +139,10 @@ struct TuneResult {
 using TuneProgress = std::function<void(size_t, size_t, const CandidateResult&)>;
 
 /// Measures every applicable (algorithm, config) of the registry on `p` with fresh random data
-/// (uniform in [-1, 1]), warm-up then at least min_runs runs and min_time_ms, and checks each
-/// output against the trusted result. Candidates that throw are "failed", those above their
-/// error bound "rejected"; neither can win. Throws conv::Error when `p` is invalid.
+/// (uniform in [-1, 1]): one run checked against the trusted result, then the interleaved
+/// timing rounds described at TuneOptions. Candidates that throw are "failed", those above
+/// their error bound "rejected"; neither can win. `progress` is called after each candidate's
+/// check. Throws conv::Error when `p` is invalid.
 TuneResult tune(const ConvProblem& p, const TuneOptions& options = {},
                 const TuneProgress& progress = {});
 

@@ -1,0 +1,336 @@
+// The tuner's timing method under scripted noise: disturbance detection, interleaved rounds,
+// the clean-minimum estimate, pruning, the budget, and what tune() and the perf database make
+// of noisy measurements. No test here reads a real clock: times and loads are injected.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "conv/perfdb.hpp"
+#include "conv/tuner.hpp"
+#include "device_ops.hpp"
+#include "measure.hpp"
+
+using conv::LoadSignals;
+using conv::measure::Item;
+using conv::measure::Policy;
+using conv::measure::Stats;
+
+namespace {
+
+// A scripted machine: each label has a true (quiet) time; `slowdown(label, now)` says how much
+// a competing load stretches a call starting at fake time `now`. With `visible`, the stretch
+// shows up as run_delay, as it does when another process takes our threads' CPUs.
+class ScriptedEnv final : public conv::MeasureEnv {
+ public:
+  std::function<double(const std::string&)> true_ms = [](const std::string&) { return 1.0; };
+  std::function<double(const std::string&, double)> slowdown = [](const std::string&, double) {
+    return 1.0;
+  };
+  bool visible = true;
+  double now = 0, run_delay = 0;
+  std::vector<std::string> calls;
+
+  double time_ms(const std::function<void()>& run, std::string_view label) override {
+    run();
+    calls.emplace_back(label);
+    const double quiet = true_ms(calls.back());
+    const double t = quiet * slowdown(calls.back(), now);
+    if (visible) run_delay += t - quiet;
+    now += t;
+    return t;
+  }
+  LoadSignals load() override {
+    LoadSignals s;
+    s.run_delay_ms = run_delay;
+    s.steal_ms = 0;
+    s.involuntary_switches = 0;
+    return s;
+  }
+  double now_ms() override { return now; }
+  void pause(double ms) override {
+    now += ms;
+    pauses.push_back(ms);
+  }
+  std::vector<double> pauses;
+};
+
+std::vector<Item> items(const std::vector<std::string>& labels,
+                        unsigned races = conv::measure::kOneShot) {
+  std::vector<Item> v;
+  for (const auto& l : labels) {
+    Item i;
+    i.label = l;
+    i.run = [] {};
+    i.races = races;
+    v.push_back(i);
+  }
+  return v;
+}
+
+std::function<double(const std::string&)> times(std::map<std::string, double> m) {
+  return [m](const std::string& label) {
+    for (const auto& [prefix, ms] : m)
+      if (label.rfind(prefix, 0) == 0) return ms;
+    return 1.0;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("measure: a batch is disturbed by a wait for a CPU, steal, or (fallback) preemption") {
+  using conv::measure::disturbed;
+  LoadSignals a, b;
+  a.run_delay_ms = 10, a.steal_ms = 100, a.involuntary_switches = 5;
+  b = a;
+  CHECK_FALSE(disturbed(a, b, 1.0));
+  b.run_delay_ms = 10.03;  // 30 us in a 1 ms batch: an ordinary wake-up
+  CHECK_FALSE(disturbed(a, b, 1.0));
+  b.run_delay_ms = 10.5;  // half the batch spent waiting for a CPU
+  CHECK(disturbed(a, b, 1.0));
+  CHECK_FALSE(disturbed(a, b, 100.0));  // the same wait in a 100 ms batch is 0.5%
+  b = a;
+  b.steal_ms = 110;  // the hypervisor ran someone else
+  CHECK(disturbed(a, b, 1000.0));
+  b = a;
+  b.involuntary_switches = 6;  // preempted, but no wait to speak of...
+  CHECK_FALSE(disturbed(a, b, 1.0));
+  a.run_delay_ms = b.run_delay_ms = -1;  // ...and the signal when run_delay is unknown
+  CHECK(disturbed(a, b, 1.0));
+  // A wait with no competitor in sight is a sleeping OpenMP thread's wake-up, not a load.
+  a.run_delay_ms = 10, b.run_delay_ms = 10.5;
+  a.involuntary_switches = b.involuntary_switches = 5;
+  a.crowding = 0.5, b.crowding = 1.0;
+  CHECK_FALSE(disturbed(a, b, 1.0));
+  b.crowding = 1.5;  // another thread was runnable
+  CHECK(disturbed(a, b, 1.0));
+  b.crowding = 0.5, b.involuntary_switches = 7;  // this process was preempted
+  CHECK(disturbed(a, b, 1.0));
+  LoadSignals none;  // nothing available: every batch counts as clean
+  CHECK_FALSE(disturbed(none, none, 1.0));
+}
+
+TEST_CASE("measure: on a quiet machine items settle after min_rounds, in rotating order") {
+  ScriptedEnv env;
+  env.true_ms = times({{"A", 1.0}, {"B", 1.25}, {"C", 3.0}});
+  Policy policy;
+  const auto s = conv::measure::run_rounds(items({"A", "B", "C"}), env, policy);
+  REQUIRE(s.size() == 3);
+  for (const Stats& st : s) {
+    CHECK(st.samples.size() == 3);
+    CHECK(st.clean_rounds == 3);
+    CHECK_FALSE(st.noisy());
+    CHECK(st.spread == 0);
+  }
+  CHECK(s[0].min_ms == 1.0);
+  CHECK(s[1].min_ms == 1.25);
+  CHECK(s[2].min_ms == 3.0);
+  CHECK(s[0].confirmed);
+  CHECK(s[2].pruned);  // 3.0 > 1.5 x 1.0: it cannot win
+  CHECK_FALSE(s[1].pruned);
+  // Batches of 1 ms: one call each. Each round starts one item later.
+  REQUIRE(env.calls.size() == 9);
+  CHECK(env.calls[0] == "A");
+  CHECK(env.calls[3] == "B");
+  CHECK(env.calls[6] == "C");
+}
+
+TEST_CASE("measure: a load burst over the fastest item's first rounds does not crown another") {
+  ScriptedEnv env;
+  env.true_ms = times({{"fast", 1.0}, {"slow", 1.3}});
+  // A competing process runs for the first 40 ms: everything measured then takes 20x.
+  env.slowdown = [](const std::string&, double now) { return now < 40 ? 20.0 : 1.0; };
+  const auto s = conv::measure::run_rounds(items({"fast", "slow"}), env, Policy{});
+  CHECK_FALSE(s[0].clean.front());  // the burst was seen...
+  CHECK(s[0].min_ms == 1.0);        // ...and its rounds did not count
+  CHECK(s[1].min_ms == 1.3);
+  CHECK(s[0].clean_rounds >= 2);
+  CHECK(s[0].confirmed);
+  CHECK_FALSE(s[0].noisy());
+}
+
+TEST_CASE("measure: half-loaded machine: more rounds until two clean ones agree") {
+  ScriptedEnv env;
+  env.true_ms = times({{"A", 2.0}, {"B", 2.2}, {"C", 2.1}});
+  // Loaded (5x) during every other 10 ms window.
+  env.slowdown = [](const std::string&, double now) {
+    return static_cast<long>(now / 10) % 2 == 0 ? 5.0 : 1.0;
+  };
+  const auto s = conv::measure::run_rounds(items({"A", "B", "C"}), env, Policy{});
+  const double truth[] = {2.0, 2.2, 2.1};
+  size_t disturbed = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    INFO("item " << i);
+    CHECK(s[i].min_ms == truth[i]);
+    CHECK(s[i].confirmed);
+    CHECK(s[i].clean_rounds >= 2);
+    disturbed += s[i].samples.size() - static_cast<size_t>(s[i].clean_rounds);
+  }
+  CHECK(disturbed > 0);
+  // A disturbed round is followed by a pause before that item's next round, if any.
+  CHECK(!env.pauses.empty());
+  CHECK(env.pauses.size() <= disturbed);
+  CHECK(env.pauses.front() == Policy{}.backoff_ms);
+}
+
+TEST_CASE("measure: a load that never stops: every item noisy after max_rounds") {
+  ScriptedEnv env;
+  env.true_ms = times({{"A", 1.0}, {"B", 1.2}});
+  env.slowdown = [](const std::string&, double) { return 4.0; };
+  Policy policy;
+  policy.max_rounds = 7;
+  const auto s = conv::measure::run_rounds(items({"A", "B"}), env, policy);
+  for (const Stats& st : s) {
+    CHECK(st.samples.size() == 7);
+    CHECK(st.noisy());
+    CHECK_FALSE(st.pruned);
+    CHECK(st.spread == -1);
+  }
+  CHECK(s[0].min_ms == 4.0);  // only an upper bound of the true time
+  CHECK(s[1].min_ms == Approx(4.8));
+}
+
+TEST_CASE("measure: a burst the signals miss costs rounds, not a wrong minimum") {
+  ScriptedEnv env;
+  env.visible = false;
+  env.true_ms = times({{"A", 1.0}, {"B", 1.1}});
+  // 3x for the first 10 ms, and nothing in the load signals says so.
+  env.slowdown = [](const std::string&, double now) { return now < 10 ? 3.0 : 1.0; };
+  const auto s = conv::measure::run_rounds(items({"A", "B"}), env, Policy{});
+  CHECK(s[0].clean_rounds == static_cast<int>(s[0].samples.size()));  // all look clean...
+  CHECK(s[0].samples.size() > 3);  // ...but 3.0, 3.0, 1.0 do not confirm: more rounds
+  CHECK(s[0].min_ms == 1.0);
+  CHECK(s[1].min_ms == Approx(1.1));
+  CHECK(s[0].confirmed);
+  CHECK(s[1].confirmed);
+}
+
+TEST_CASE("measure: the budget ends the rounds, but every item gets one") {
+  ScriptedEnv env;
+  env.slowdown = [](const std::string&, double) { return 3.0; };
+  Policy policy;
+  policy.budget_ms = 0;
+  const auto s = conv::measure::run_rounds(items({"A", "B", "C"}), env, policy);
+  for (const Stats& st : s) CHECK(st.samples.size() == 1);
+}
+
+TEST_CASE("measure: batches repeat short runs until batch_ms; prepare runs before each batch") {
+  ScriptedEnv env;
+  env.true_ms = times({{"tiny", 0.125}});
+  auto v = items({"tiny"});
+  int prepared = 0;
+  v[0].prepare = [&] { ++prepared; };
+  const auto s = conv::measure::run_rounds(v, env, Policy{});
+  REQUIRE(s[0].samples.size() == 3);
+  CHECK(s[0].runs == 3 * 8);  // 8 x 0.125 ms per 1 ms batch
+  CHECK(prepared == 3);
+  CHECK(s[0].min_ms == 0.125);
+}
+
+TEST_CASE("measure: pruning only happens within a race") {
+  ScriptedEnv env;
+  env.true_ms = times({{"oneshot", 1.0}, {"packed", 3.0}, {"both", 2.0}});
+  auto v = items({"oneshot", "packed", "both"});
+  v[0].races = conv::measure::kOneShot;
+  v[1].races = conv::measure::kPlan;
+  v[2].races = conv::measure::kBoth;
+  const auto s = conv::measure::run_rounds(v, env, Policy{});
+  CHECK_FALSE(s[0].pruned);
+  CHECK_FALSE(s[1].pruned);  // 3.0 > 1.5 x 1.0, but "oneshot" does not race on the Plan path
+  CHECK(s[1].confirmed);
+  CHECK_FALSE(s[2].pruned);  // still in the Plan race (2.0 < 1.5 x 3.0)
+}
+
+// tune() with an injected environment: the decision follows the scripted times, noisy
+// candidates make a noisy decision, and a later tune measures only those again.
+TEST_CASE("tune: injected times decide the winner; a noisy candidate is measured again") {
+  const conv::ConvProblem p = conv::parse_descriptor("mb1ic4ih10oc4kh3ph1");
+  const std::string fastest = "cpu.im2col_gemm";
+  auto env = std::make_shared<ScriptedEnv>();
+  env->true_ms = times({{fastest, 0.25}});
+  conv::TuneOptions o;
+  o.threads = 1;
+  o.env = env;
+  SECTION("quiet: the scripted fastest wins, and nothing is noisy") {
+    const auto r = conv::tune(p, o);
+    REQUIRE(r.winner >= 0);
+    CHECK(r.candidates[r.winner].algo_id == fastest);
+    CHECK(r.candidates[r.winner].min_ms == 0.25);
+    CHECK_FALSE(r.noisy);
+    for (const auto& c : r.candidates) {
+      if (c.status != "ok") continue;
+      CHECK(c.quality.rounds >= 3);
+      CHECK_FALSE(c.quality.noisy);
+    }
+  }
+  SECTION(
+      "the fastest is only ever measured under load: the decision is noisy, stored so, and "
+      "a later tune measures that candidate again") {
+    env->slowdown = [&](const std::string& label, double) {
+      return label.rfind(fastest, 0) == 0 ? 10.0 : 1.0;
+    };
+    const auto r = conv::tune(p, o);
+    REQUIRE(r.winner >= 0);
+    CHECK(r.candidates[r.winner].algo_id != fastest);
+    CHECK(r.noisy);
+    const auto* f = r.find(fastest);
+    REQUIRE(f);
+    CHECK(f->quality.noisy);
+    CHECK(f->quality.clean_rounds == 0);
+    CHECK(f->quality.rounds == o.max_rounds);
+
+    const std::string path =
+        (std::filesystem::temp_directory_path() / "convtune-test-measure.sqlite").string();
+    std::filesystem::remove(path);
+    {
+      auto db = conv::PerfDb::open(path);
+      conv::store_result(db, r);
+      const auto w = db.lookup(r.fingerprint, p.key());
+      REQUIRE(w);
+      CHECK(w->quality.noisy);
+      o.measured = db.candidates(r.fingerprint, p.key());
+    }
+    env->slowdown = [](const std::string&, double) { return 1.0; };
+    env->calls.clear();
+    const auto again = conv::tune(p, o);
+    for (const auto& c : again.candidates) {
+      if (c.status != "ok") continue;
+      INFO(c.algo_id << " " << c.config);
+      CHECK(c.from_perfdb == (c.algo_id != fastest));  // only the noisy one is measured again
+    }
+    for (const auto& label : env->calls) CHECK(label.rfind(fastest, 0) == 0);
+    REQUIRE(again.winner >= 0);
+    CHECK(again.candidates[again.winner].algo_id == fastest);
+    CHECK_FALSE(again.noisy);
+    std::filesystem::remove(path);
+  }
+}
+
+TEST_CASE("measure: the real environment reads this process's scheduler statistics") {
+  const conv::DeviceOps& ops = conv::device_ops(conv::Device::cpu());
+  ::unsetenv("CONVTUNE_IGNORE_LOAD");
+  auto env = conv::measure::system_env(ops, nullptr);
+  ::setenv("CONVTUNE_IGNORE_LOAD", "1", 1);
+  const LoadSignals a = env->load();
+  int runs = 0;
+  CHECK(env->time_ms([&] { ++runs; }, "label") >= 0);
+  CHECK(runs == 1);
+  const LoadSignals b = env->load();
+  // Linux has getrusage everywhere; run_delay needs schedstat (CONFIG_SCHED_INFO).
+  CHECK(a.involuntary_switches >= 0);
+  CHECK(b.involuntary_switches >= a.involuntary_switches);
+  if (a.run_delay_ms >= 0) CHECK(b.run_delay_ms >= a.run_delay_ms);
+  if (a.crowding >= 0) CHECK(a.crowding > 0);  // this thread itself is runnable
+  const double t0 = env->now_ms();
+  env->pause(1);
+  CHECK(env->now_ms() >= t0 + 1);
+  // With CONVTUNE_IGNORE_LOAD set, no signal is read: every round counts as clean.
+  const LoadSignals none = conv::measure::system_env(ops, nullptr)->load();
+  CHECK(none.run_delay_ms == -1);
+  CHECK(none.steal_ms == -1);
+  CHECK(none.involuntary_switches == -1);
+  CHECK(none.crowding == -1);
+}
