@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "conv/error.hpp"
 #include "sqlite_stmt.hpp"
@@ -76,11 +79,6 @@ ALTER TABLE winners ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
   return steps;
 }
 
-const std::vector<std::string>& required_tables() {
-  static const std::vector<std::string> t = {"candidates", "meta", "winners"};
-  return t;
-}
-
 FileInfo inspect(sqlite3* db, const std::string& path) {
   FileInfo info;
   ReadTxn txn(db, path);
@@ -92,21 +90,38 @@ FileInfo inspect(sqlite3* db, const std::string& path) {
     Stmt s(db, path, "PRAGMA user_version");
     if (s.step()) info.version = static_cast<int>(s.integer(0));
   }
-  int64_t objects = 0;
   {
-    Stmt s(db, path, "SELECT type, name FROM sqlite_master ORDER BY name");
-    while (s.step()) {
-      ++objects;
-      if (s.text(0) == "table") info.tables.push_back(s.text(1));
-    }
+    Stmt s(db, path, "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name");
+    while (s.step()) info.objects.push_back({s.text(0), s.text(1), s.text(2), s.text(3)});
   }
   if (info.application_id == kApplicationId)
     info.kind = FileInfo::convtune;
-  else if (info.application_id == 0 && info.version == 0 && objects == 0)
+  else if (info.application_id == 0 && info.version == 0 && info.objects.empty())
     info.kind = FileInfo::empty;
   else
     info.kind = FileInfo::foreign;
   return info;
+}
+
+std::vector<SchemaObject> expected_objects(const std::vector<Migration>& steps, int version) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, std::vector<SchemaObject>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  // Only this build's own list has a stable identity worth caching (tests pass others).
+  const bool own = &steps == &migrations();
+  const auto key = std::make_pair(static_cast<const void*>(&steps), version);
+  if (auto it = cache.find(key); own && it != cache.end()) return it->second;
+  sqlite3* raw = nullptr;
+  if (sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    sqlite3_close_v2(raw);
+    throw conv::Error("perfdb: cannot open an in-memory database to compare schemas");
+  }
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, sqlite3_close_v2);
+  for (const Migration& m : steps)
+    if (m.version <= version) exec(raw, ":memory:", m.sql);
+  std::vector<SchemaObject> objects = inspect(raw, ":memory:").objects;
+  if (own) cache[key] = objects;
+  return objects;
 }
 
 void check_compatible(const FileInfo& info, const std::string& path,
@@ -116,7 +131,8 @@ void check_compatible(const FileInfo& info, const std::string& path,
     char id[16];
     std::snprintf(id, sizeof id, "0x%08x", static_cast<unsigned>(info.application_id));
     std::string tables;
-    for (const auto& t : info.tables) tables += (tables.empty() ? "" : ", ") + t;
+    for (const auto& o : info.objects)
+      if (o.type == "table") tables += (tables.empty() ? "" : ", ") + o.name;
     fail_not_perfdb(path, "an SQLite file of another application: application_id " +
                               std::string(id) + ", tables: " + (tables.empty() ? "none" : tables));
   }
@@ -125,6 +141,28 @@ void check_compatible(const FileInfo& info, const std::string& path,
     throw conv::Error("perfdb: " + path + ": written by a newer convtune (schema " +
                       std::to_string(info.version) + ", this build reads up to " +
                       std::to_string(current) + "); use that convtune or another perfdb file");
+  if (info.version < 0)
+    fail_not_perfdb(path, "schema version " + std::to_string(info.version));
+  const std::vector<SchemaObject> expected = expected_objects(steps, info.version);
+  if (info.objects == expected) return;
+  const std::string schema = "schema " + std::to_string(info.version);
+  for (const SchemaObject& o : info.objects)
+    if (std::find_if(expected.begin(), expected.end(), [&](const SchemaObject& e) {
+          return e.type == o.type && e.name == o.name;
+        }) == expected.end())
+      fail_not_perfdb(path, schema + " with an unexpected " + o.type + " \"" + o.name + "\"");
+  for (const SchemaObject& e : expected) {
+    auto o = std::find_if(info.objects.begin(), info.objects.end(), [&](const SchemaObject& f) {
+      return f.type == e.type && f.name == e.name;
+    });
+    if (o == info.objects.end())
+      fail_not_perfdb(path, schema + " without " + e.type + " " + e.name);
+    if (!(*o == e))
+      fail_not_perfdb(path, schema + " with " + e.type + " " + e.name +
+                                " not as convtune creates it (columns, constraints or defaults "
+                                "differ)");
+  }
+  fail_not_perfdb(path, schema + " not as convtune creates it");
 }
 
 int migrate(sqlite3* db, const std::string& path, const std::vector<Migration>& steps) {

@@ -29,6 +29,14 @@ const std::vector<Migration>& migrations();
 /// cannot migrate) accepts files from this version up to the current one.
 constexpr int kOldestReadableVersion = 1;
 
+/// One entry of sqlite_master: a table, index, view or trigger, with the SQL that made it.
+struct SchemaObject {
+  std::string type, name, table, sql;
+  bool operator==(const SchemaObject& o) const {
+    return type == o.type && name == o.name && table == o.table && sql == o.sql;
+  }
+};
+
 /// What an opened SQLite file holds, read in one snapshot.
 struct FileInfo {
   enum Kind {
@@ -37,8 +45,8 @@ struct FileInfo {
     foreign,   ///< any other SQLite file
   } kind = empty;
   int32_t application_id = 0;
-  int version = 0;                  ///< PRAGMA user_version
-  std::vector<std::string> tables;  ///< names of the tables in the file, sorted
+  int version = 0;                     ///< PRAGMA user_version
+  std::vector<SchemaObject> objects;   ///< sqlite_master, ordered by type then name
 };
 
 /// Reads application_id, user_version and the table names. Throws conv::Error
@@ -46,9 +54,16 @@ struct FileInfo {
 FileInfo inspect(sqlite3* db, const std::string& path);
 
 /// Throws the "not a convtune perf database" / "newer convtune" conv::Error for a file that no
-/// migration can turn into a perfdb of `steps`; returns normally otherwise.
+/// migration can turn into a perfdb of `steps`; returns normally otherwise. A file marked as ours
+/// must hold exactly the objects `steps` create up to its version: a database from elsewhere is
+/// untrusted input, and any extra trigger, view, table, index, constraint or generated column
+/// (which SQLite would run while we read or check the file) is refused, naming the object.
 void check_compatible(const FileInfo& info, const std::string& path,
                       const std::vector<Migration>& steps);
+
+/// The objects a perfdb of `version` holds: `steps` up to it applied to an empty in-memory
+/// database (cached per list and version).
+std::vector<SchemaObject> expected_objects(const std::vector<Migration>& steps, int version);
 
 /// Brings the file to the last version of `steps` in one IMMEDIATE transaction (all steps or none;
 /// a failed step leaves the file as it was and throws conv::Error naming the step). The version is
@@ -56,9 +71,5 @@ void check_compatible(const FileInfo& info, const std::string& path,
 /// schema once. Sets application_id when starting from an empty file. Returns the version the file
 /// had before.
 int migrate(sqlite3* db, const std::string& path, const std::vector<Migration>& steps);
-
-/// The tables every version from kOldestReadableVersion on has; open() refuses a convtune file
-/// that lacks one.
-const std::vector<std::string>& required_tables();
 
 }  // namespace conv::perfdb_detail

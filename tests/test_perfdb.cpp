@@ -663,6 +663,79 @@ TEST_CASE("perfdb: schema-1 files (no measurement quality) stay readable, mergea
   CHECK(RawDb(v1).value("PRAGMA user_version") == std::to_string(PerfDb::schema_version()));
 }
 
+// Files that declare themselves convtune perf databases (application_id, user_version, our
+// tables) but carry something SQLite would run while we read them: each is refused at open,
+// before any query or check could run it.
+TEST_CASE("perfdb: hostile files posing as perf databases are refused before anything runs") {
+  TempDir dir;
+  const auto& steps = conv::perfdb_detail::migrations();
+  // Our schema with `edit` applied to the first migration's SQL, plus `extra` statements.
+  auto craft = [&](const std::string& name, const std::string& from, const std::string& to,
+                   const std::string& extra) {
+    const std::string path = dir.file(name);
+    RawDb raw(path);
+    std::string v1 = steps[0].sql;
+    if (!from.empty()) {
+      const size_t at = v1.find(from);
+      REQUIRE(at != std::string::npos);
+      v1.replace(at, from.size(), to);
+    }
+    raw.exec(v1);
+    for (size_t i = 1; i < steps.size(); ++i) raw.exec(steps[i].sql);
+    raw.exec(extra);
+    raw.exec("PRAGMA application_id = " + std::to_string(conv::perfdb_detail::kApplicationId) +
+             "; PRAGMA user_version = " + std::to_string(PerfDb::schema_version()));
+    return path;
+  };
+  const std::string winners_end = "version     TEXT NOT NULL,\n  PRIMARY KEY (fingerprint, key, path)";
+  struct Case {
+    std::string file, from, to, extra, expect;
+  };
+  const Case cases[] = {
+      {"trigger.sqlite", "", "",
+       "CREATE TRIGGER forever AFTER INSERT ON winners BEGIN SELECT 1; END;",
+       "unexpected trigger \"forever\""},
+      {"check.sqlite", winners_end,
+       "version TEXT NOT NULL CHECK (length(randomblob(100000000)) > 0),\n"
+       "  PRIMARY KEY (fingerprint, key, path)",
+       "", "table winners not as convtune creates it"},
+      {"generated.sqlite", winners_end,
+       "version TEXT NOT NULL, huge TEXT GENERATED ALWAYS AS (printf('%.*c', 400000000, 'x')),\n"
+       "  PRIMARY KEY (fingerprint, key, path)",
+       "", "table winners not as convtune creates it"},
+      {"view.sqlite", "", "", "CREATE VIEW everything AS SELECT * FROM winners;",
+       "unexpected view \"everything\""},
+      {"table.sqlite", "", "", "CREATE TABLE extra(x);", "unexpected table \"extra\""},
+      {"index.sqlite", "", "", "CREATE INDEX by_algo ON candidates(algo);",
+       "unexpected index \"by_algo\""},
+  };
+  auto dst = PerfDb::open(dir.file("dst.sqlite"));
+  for (const Case& c : cases) {
+    INFO(c.file);
+    const std::string path = craft(c.file, c.from, c.to, c.extra);
+    for (const bool read_only : {true, false})
+      require_error([&] { PerfDb::open(path, read_only); },
+                    {"perfdb: " + path + ": not a convtune perf database (", c.expect});
+    require_error([&] { dst.merge(path); }, {path, c.expect});
+  }
+  CHECK(dst.winners(kFp).empty());
+
+  // Our schema exactly, but a value far longer than any we write: refused when read, as an
+  // error naming the file, instead of coming back as a huge string.
+  const std::string big = craft("big.sqlite", "", "", "");
+  {
+    RawDb raw(big);
+    raw.exec("INSERT INTO winners (fingerprint, key, path, algo, config, median_ms, date, "
+             "version) VALUES ('" + kFp + "', 'k', 'oneshot', printf('%.*c', 1000000, 'x'), "
+             "'c', 1.0, '2024-01-01T00:00:00Z', '0.1.0')");
+  }
+  const PerfDb reader = PerfDb::open(big, true);
+  require_error([&] { reader.lookup(kFp, "k"); }, {"perfdb: " + big});
+  require_error([&] { reader.winners(kFp); }, {"perfdb: " + big});
+  require_error([&] { dst.merge(big); }, {big});
+  CHECK(dst.winners(kFp).empty());  // nothing half-merged
+}
+
 TEST_CASE("perfdb: read-only opens look up but never write") {
   TempDir dir;
   const std::string path = dir.file("ro.sqlite");
