@@ -40,7 +40,7 @@ void summarise(Stats& s, const Policy& policy) {
   if (s.confirmed) s.lower_ms = std::max(s.lower_ms, s.min_ms);
 }
 
-void run_batch(const Item& item, Stats& s, MeasureEnv& env, const Policy& policy) {
+void run_batch(const Item& item, Stats& s, MeasureEnv& env, const Policy& policy, double deadline) {
   if (item.prepare) item.prepare();
   // After a disturbed round, step aside first: sleeping lets OpenMP workers that spin at a
   // barrier fall asleep and the competing process run, so this process's threads wake together
@@ -55,7 +55,7 @@ void run_batch(const Item& item, Stats& s, MeasureEnv& env, const Policy& policy
     timed += t;
     fastest = std::min(fastest, t);
     ++runs;
-  } while (timed < policy.batch_ms && runs < policy.max_batch_runs);
+  } while (timed < policy.batch_ms && runs < policy.max_batch_runs && env.now_ms() < deadline);
   const double wall = std::max(timed, env.now_ms() - t0);
   const LoadSignals after = env.load();
   s.samples.push_back(fastest);
@@ -122,7 +122,7 @@ std::vector<Stats> run_rounds(const std::vector<Item>& items, MeasureEnv& env,
     for (size_t k = 0; k < active.size(); ++k) {
       if (round > 0 && env.now_ms() >= deadline) break;
       const size_t i = active[(start + k) % active.size()];
-      run_batch(items[i], stats[i], env, policy);
+      run_batch(items[i], stats[i], env, policy, deadline);
     }
     for (size_t i : active)
       if (!stats[i].samples.empty()) summarise(stats[i], policy);

@@ -66,7 +66,8 @@ struct Policy {
   /// busy loops on 2 cores (alexnet:conv1, 2 threads): clean rounds went from 0-10 of 20 to
   /// 9-15 of 20 with 20 ms.
   double backoff_ms = 20;
-  double budget_ms = 60000;  ///< rounds after the first stop when this is used up
+  /// Rounds after the first stop when this is used up, and a batch stops early (after one run).
+  double budget_ms = 60000;
 };
 
 /// The races (execution paths) an item competes in, as bits.

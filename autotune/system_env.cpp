@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "conv/error.hpp"
 #include "device_ops.hpp"
 #include "measure.hpp"
 
@@ -78,7 +79,9 @@ double crowding() {
 
 bool ignore_load() {
   const char* v = std::getenv("CONVTUNE_IGNORE_LOAD");
-  return v && *v && std::strcmp(v, "0") != 0;
+  if (!v || !*v || std::strcmp(v, "0") == 0) return false;
+  if (std::strcmp(v, "1") == 0) return true;
+  throw Error(std::string("CONVTUNE_IGNORE_LOAD: expected 0 or 1, got \"") + v + "\"");
 }
 
 class SystemEnv final : public MeasureEnv {

@@ -84,12 +84,13 @@ struct DeviceTensors {
   DeviceBuffer x, w, b, y;
 };
 
-// The stored measurement of (algo, config) when its status is final: "rejected", or "ok" and
-// measured clean at least once (a noisy one is measured again).
+// The stored measurement of (algo, config) when it is final: made by the algorithm's current
+// version, and "rejected", or "ok" and measured clean at least once (a noisy one is measured
+// again).
 const PerfCandidate* final_measurement(const std::vector<PerfCandidate>& measured,
-                                       const std::string& algo, const std::string& config) {
+                                       const Algorithm& algo, const std::string& config) {
   for (const auto& m : measured)
-    if (m.algo_id == algo && m.config == config &&
+    if (m.algo_id == algo.id() && m.config == config && m.algo_version == algo.version() &&
         (m.status == "rejected" || (m.status == "ok" && !m.quality.noisy)))
       return &m;
   return nullptr;
@@ -150,6 +151,7 @@ std::vector<PerfCandidate> TuneResult::to_records() const {
     r.packed_min_ms = c.packed_min_ms;
     r.max_error = c.max_error;
     r.quality = c.quality;
+    if (const Algorithm* a = find_algorithm(c.algo_id)) r.algo_version = a->version();
     r.workspace_bytes = static_cast<double>(c.workspace_bytes);
     r.message = c.message;
     out.push_back(r);
@@ -244,7 +246,7 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
     try {
       c.workspace_bytes = algo.workspace_bytes(p, c.config);
       c.error_bound = algo.error_bound(p, c.config);
-      const PerfCandidate* stored = final_measurement(o.measured, c.algo_id, c.config);
+      const PerfCandidate* stored = final_measurement(o.measured, algo, c.config);
       if (c.workspace_bytes > o.workspace_limit) {
         c.status = "skipped";
         c.message =
@@ -371,6 +373,10 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
     if (timed[k].packed) {
       c.packed_median_ms = st.median_ms;
       c.packed_min_ms = st.min_ms;
+      c.packed_quality.rounds = static_cast<int>(st.samples.size());
+      c.packed_quality.clean_rounds = st.clean_rounds;
+      c.packed_quality.spread = st.spread;
+      c.packed_quality.noisy = st.noisy();
       c.quality.noisy = c.quality.noisy || st.noisy();
     } else {
       c.median_ms = st.median_ms, c.min_ms = st.min_ms, c.max_ms = st.max_ms;
@@ -406,6 +412,17 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   return r;
 }
 
+std::vector<std::string> stale_algorithms(const std::vector<PerfCandidate>& stored) {
+  std::vector<std::string> stale;
+  for (const auto& c : stored) {
+    const Algorithm* a = find_algorithm(c.algo_id);
+    if (a && c.algo_version != a->version() &&
+        std::find(stale.begin(), stale.end(), c.algo_id) == stale.end())
+      stale.push_back(c.algo_id);
+  }
+  return stale;
+}
+
 void store_result(PerfDb& db, const TuneResult& r) {
   auto winner = [&](int i, bool packed) -> std::optional<PerfWinner> {
     if (i < 0) return std::nullopt;
@@ -415,9 +432,10 @@ void store_result(PerfDb& db, const TuneResult& r) {
     w.config = c.config;
     w.median_ms = packed && c.packed_median_ms >= 0 ? c.packed_median_ms : c.median_ms;
     w.min_ms = packed ? c.plan_ms() : c.min_ms;
-    w.quality = c.quality;
+    w.quality = packed && c.packed_quality.rounds > 0 ? c.packed_quality : c.quality;
     w.quality.noisy = packed ? r.packed_noisy : r.noisy;
     w.version = version();
+    w.name = r.problem.name;
     return w;
   };
   std::optional<PerfWinner> one, packed;

@@ -140,18 +140,22 @@ bool access_denied(const SqliteError& e) {
 
 [[noreturn]] void fail_not_writable(const std::string& path, const SqliteError& e) {
   throw Error("perfdb: " + path + ": not writable (" + e.detail +
-              "); a writer needs write access to the file and its directory; open it read-only "
-              "for lookups");
+              "); a writer needs write access to the file, its -wal and -shm files and its "
+              "directory; open it read-only for lookups");
 }
 
-// The columns schema 2 added, or their defaults when reading a schema-1 file (which a reader
-// cannot migrate). Same order in both tables: estimate, rounds, clean rounds, spread, noisy.
-std::string winner_quality_columns(int version) {
-  return version >= 2 ? "min_ms, rounds, clean_rounds, spread, noisy" : "NULL, 0, 0, NULL, 0";
+// The columns schemas 2 and 3 added, or their defaults when reading an older file (which a
+// reader cannot migrate): estimate, rounds, clean rounds, spread, noisy, then the winner's layer
+// name or the candidate's algorithm version.
+std::string winner_added_columns(int version) {
+  return std::string(version >= 2 ? "min_ms, rounds, clean_rounds, spread, noisy"
+                                  : "NULL, 0, 0, NULL, 0") +
+         (version >= 3 ? ", name" : ", ''");
 }
-std::string candidate_quality_columns(int version) {
-  return version >= 2 ? "packed_min_ms, rounds, clean_rounds, spread, noisy"
-                      : "NULL, 0, 0, NULL, 0";
+std::string candidate_added_columns(int version) {
+  return std::string(version >= 2 ? "packed_min_ms, rounds, clean_rounds, spread, noisy"
+                                  : "NULL, 0, 0, NULL, 0") +
+         (version >= 3 ? ", algo_version" : ", ''");
 }
 
 // Untrusted input: a file from elsewhere may hold any numbers.
@@ -170,7 +174,7 @@ void bind_quality(Stmt& s, int i, const MeasureQuality& q) {
   s.bind_int(i + 3, q.noisy ? 1 : 0);
 }
 
-// Columns: algo, config, median_ms, date, version, then winner_quality_columns().
+// Columns: algo, config, median_ms, date, version, then winner_added_columns().
 PerfWinner winner_from(const Stmt& s, int col) {
   PerfWinner w;
   w.algo_id = s.text(col);
@@ -180,6 +184,7 @@ PerfWinner winner_from(const Stmt& s, int col) {
   w.version = s.text(col + 4);
   w.min_ms = s.real_opt(col + 5);
   w.quality = quality_from(s, col + 6);
+  w.name = s.text(col + 10);
   return w;
 }
 
@@ -288,6 +293,10 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
         migrate(c, path, migrations());
         info = with_retry(c, path, [&] { return inspect(c, path); });
       }
+      // Take the write lock once (and roll back): a file that opens for writing but cannot be
+      // written (a read-only -shm or -wal beside it) is refused now, not at the first store()
+      // after minutes of measuring.
+      with_retry(c, path, [&] { WriteTxn probe(c, path); });
     } catch (const SqliteError& e) {
       if (!access_denied(e)) throw;
       fail_not_writable(path, e);
@@ -302,7 +311,7 @@ std::optional<PerfWinner> PerfDb::lookup(const std::string& fingerprint, const s
   sqlite3* c = conn();
   return with_retry(c, path_, [&]() -> std::optional<PerfWinner> {
     const std::string sql = "SELECT algo, config, median_ms, date, version, " +
-                            winner_quality_columns(version_) +
+                            winner_added_columns(version_) +
                             " FROM winners WHERE fingerprint = ?1 AND key = ?2 AND path = ?3";
     Stmt s(c, path_, sql.c_str());
     s.bind(1, fingerprint).bind(2, key).bind(3, std::string(to_string(p)));
@@ -333,8 +342,9 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
     Stmt ins(c, path_,
              "INSERT OR REPLACE INTO candidates (fingerprint, key, algo, config, status, "
              "median_ms, min_ms, max_ms, packed_median_ms, max_error, workspace_bytes, message, "
-             "date, version, packed_min_ms, rounds, clean_rounds, spread, noisy) VALUES (?1, ?2, "
-             "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)");
+             "date, version, packed_min_ms, rounds, clean_rounds, spread, noisy, algo_version) "
+             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+             "?18, ?19, ?20)");
     for (const PerfCandidate& r : candidates) {
       ins.bind(1, fingerprint).bind(2, key).bind(3, r.algo_id).bind(4, r.config).bind(5, r.status);
       ins.bind_opt(6, r.median_ms).bind_opt(7, r.min_ms).bind_opt(8, r.max_ms);
@@ -343,13 +353,15 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
       ins.bind(13, r.date.empty() ? now : r.date).bind(14, std::string(CONVTUNE_VERSION));
       ins.bind_opt(15, r.packed_min_ms);
       bind_quality(ins, 16, r.quality);
+      ins.bind(20, r.algo_version);
       ins.run();
       ins.reset();
     }
-    Stmt win(c, path_,
-             "INSERT OR REPLACE INTO winners (fingerprint, key, path, algo, config, median_ms, "
-             "date, version, min_ms, rounds, clean_rounds, spread, noisy) VALUES (?1, ?2, ?3, ?4, "
-             "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+    Stmt win(
+        c, path_,
+        "INSERT OR REPLACE INTO winners (fingerprint, key, path, algo, config, median_ms, "
+        "date, version, min_ms, rounds, clean_rounds, spread, noisy, name) VALUES (?1, ?2, ?3, "
+        "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
     for (const ExecPath p : {ExecPath::oneshot, ExecPath::packed}) {
       const PerfWinner* w = p == ExecPath::oneshot ? oneshot_winner : packed_winner;
       if (!w) continue;
@@ -359,6 +371,7 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
       win.bind(8, w->version.empty() ? std::string(CONVTUNE_VERSION) : w->version);
       win.bind_opt(9, w->min_ms);
       bind_quality(win, 10, w->quality);
+      win.bind(14, w->name);
       win.run();
       win.reset();
     }
@@ -371,7 +384,7 @@ std::vector<PerfDb::Entry> PerfDb::winners(const std::string& fingerprint) const
   return with_retry(c, path_, [&] {
     std::vector<Entry> out;
     const std::string sql = "SELECT key, path, algo, config, median_ms, date, version, " +
-                            winner_quality_columns(version_) +
+                            winner_added_columns(version_) +
                             " FROM winners WHERE fingerprint = ?1 ORDER BY key, path";
     Stmt s(c, path_, sql.c_str());
     s.bind(1, fingerprint);
@@ -390,7 +403,7 @@ std::vector<PerfCandidate> PerfDb::candidates(const std::string& fingerprint,
     const std::string sql =
         "SELECT algo, config, status, median_ms, min_ms, max_ms, packed_median_ms, max_error, "
         "workspace_bytes, message, date, " +
-        candidate_quality_columns(version_) +
+        candidate_added_columns(version_) +
         " FROM candidates WHERE fingerprint = ?1 AND key = ?2 "
         "ORDER BY min_ms IS NULL, min_ms, algo, config";
     Stmt s(c, path_, sql.c_str());
@@ -410,10 +423,49 @@ std::vector<PerfCandidate> PerfDb::candidates(const std::string& fingerprint,
       r.date = s.text(10);
       r.packed_min_ms = s.real_opt(11);
       r.quality = quality_from(s, 12);
+      r.algo_version = s.text(16);
       out.push_back(std::move(r));
     }
     return out;
   });
+}
+
+// Insert-or-update of one row, where on a primary-key clash the newer date wins: merge() and
+// import_rows() write through these. Columns in the order of the SELECTs in merge().
+constexpr const char* kUpsertWinner =
+    "INSERT INTO winners (fingerprint, key, path, algo, config, median_ms, date, version, min_ms, "
+    "rounds, clean_rounds, spread, noisy, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+    "?11, ?12, ?13, ?14) ON CONFLICT (fingerprint, key, path) DO UPDATE SET algo = excluded.algo, "
+    "config = excluded.config, median_ms = excluded.median_ms, date = excluded.date, "
+    "version = excluded.version, min_ms = excluded.min_ms, rounds = excluded.rounds, "
+    "clean_rounds = excluded.clean_rounds, spread = excluded.spread, noisy = excluded.noisy, "
+    "name = excluded.name WHERE excluded.date > winners.date";
+constexpr int kWinnerColumns = 14;
+constexpr const char* kUpsertCandidate =
+    "INSERT INTO candidates (fingerprint, key, algo, config, status, median_ms, min_ms, max_ms, "
+    "packed_median_ms, max_error, workspace_bytes, message, date, version, packed_min_ms, rounds, "
+    "clean_rounds, spread, noisy, algo_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+    "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) ON CONFLICT (fingerprint, key, algo, "
+    "config) DO UPDATE SET status = excluded.status, median_ms = excluded.median_ms, "
+    "min_ms = excluded.min_ms, max_ms = excluded.max_ms, "
+    "packed_median_ms = excluded.packed_median_ms, max_error = excluded.max_error, "
+    "workspace_bytes = excluded.workspace_bytes, message = excluded.message, "
+    "date = excluded.date, version = excluded.version, packed_min_ms = excluded.packed_min_ms, "
+    "rounds = excluded.rounds, clean_rounds = excluded.clean_rounds, spread = excluded.spread, "
+    "noisy = excluded.noisy, algo_version = excluded.algo_version "
+    "WHERE excluded.date > candidates.date";
+constexpr int kCandidateColumns = 20;
+
+std::string winners_select(int version) {
+  return "SELECT fingerprint, key, path, algo, config, median_ms, date, version, " +
+         winner_added_columns(version) + " FROM winners ORDER BY fingerprint, key, path";
+}
+std::string candidates_select(int version) {
+  return "SELECT fingerprint, key, algo, config, status, median_ms, min_ms, max_ms, "
+         "packed_median_ms, max_error, workspace_bytes, message, date, version, " +
+         candidate_added_columns(version) +
+         " FROM candidates ORDER BY fingerprint, key, algo, "
+         "config";
 }
 
 size_t PerfDb::merge(const std::string& other_path) {
@@ -422,10 +474,10 @@ size_t PerfDb::merge(const std::string& other_path) {
   const PerfDb other = open(other_path, true);
   sqlite3* src = other.conn();
 
-  // Copies every row of `table` from `src`; on a primary-key clash the newer date wins.
-  auto copy = [&](const char* select, const char* upsert, int columns) {
+  // Copies every row of a table from `src`; on a primary-key clash the newer date wins.
+  auto copy = [&](const std::string& select, const char* upsert, int columns) {
     size_t changed = 0;
-    Stmt from(src, other.path_, select);
+    Stmt from(src, other.path_, select.c_str());
     Stmt to(c, path_, upsert);
     while (from.step()) {
       for (int i = 0; i < columns; ++i) to.bind_column(i + 1, from, i);
@@ -438,41 +490,123 @@ size_t PerfDb::merge(const std::string& other_path) {
   return with_retry(c, path_, [&] {
     WriteTxn txn(c, path_);
     ReadTxn snapshot(src, other.path_);
-    const std::string winners_select =
-        "SELECT fingerprint, key, path, algo, config, median_ms, "
-        "date, version, " +
-        winner_quality_columns(other.version_) + " FROM winners";
-    size_t changed =
-        copy(winners_select.c_str(),
-             "INSERT INTO winners (fingerprint, key, path, algo, config, median_ms, date, version, "
-             "min_ms, rounds, clean_rounds, spread, noisy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-             "?9, ?10, ?11, ?12, ?13) ON CONFLICT (fingerprint, key, path) DO UPDATE "
-             "SET algo = excluded.algo, config = excluded.config, median_ms = excluded.median_ms, "
-             "date = excluded.date, version = excluded.version, min_ms = excluded.min_ms, "
-             "rounds = excluded.rounds, clean_rounds = excluded.clean_rounds, "
-             "spread = excluded.spread, noisy = excluded.noisy WHERE excluded.date > winners.date",
-             13);
-    const std::string candidates_select =
-        "SELECT fingerprint, key, algo, config, status, median_ms, min_ms, max_ms, "
-        "packed_median_ms, max_error, workspace_bytes, message, date, version, " +
-        candidate_quality_columns(other.version_) + " FROM candidates";
-    changed += copy(
-        candidates_select.c_str(),
-        "INSERT INTO candidates (fingerprint, key, algo, config, status, median_ms, min_ms, "
-        "max_ms, packed_median_ms, max_error, workspace_bytes, message, date, version, "
-        "packed_min_ms, rounds, clean_rounds, spread, noisy) VALUES "
-        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) "
-        "ON CONFLICT (fingerprint, key, algo, config) DO UPDATE SET status = excluded.status, "
-        "median_ms = excluded.median_ms, min_ms = excluded.min_ms, max_ms = excluded.max_ms, "
-        "packed_median_ms = excluded.packed_median_ms, max_error = excluded.max_error, "
-        "workspace_bytes = excluded.workspace_bytes, message = excluded.message, "
-        "date = excluded.date, version = excluded.version, "
-        "packed_min_ms = excluded.packed_min_ms, rounds = excluded.rounds, "
-        "clean_rounds = excluded.clean_rounds, spread = excluded.spread, noisy = excluded.noisy "
-        "WHERE excluded.date > candidates.date",
-        19);
+    size_t changed = copy(winners_select(other.version_), kUpsertWinner, kWinnerColumns);
+    changed += copy(candidates_select(other.version_), kUpsertCandidate, kCandidateColumns);
     txn.commit();
     return changed;
+  });
+}
+
+PerfDb::Rows PerfDb::rows() const {
+  sqlite3* c = conn();
+  return with_retry(c, path_, [&] {
+    Rows out;
+    ReadTxn snapshot(c, path_);
+    {
+      Stmt s(c, path_, winners_select(version_).c_str());
+      while (s.step()) {
+        WinnerRow r;
+        r.fingerprint = s.text(0);
+        r.key = s.text(1);
+        r.path = s.text(2) == "packed" ? ExecPath::packed : ExecPath::oneshot;
+        r.winner.algo_id = s.text(3);
+        r.winner.config = s.text(4);
+        r.winner.median_ms = s.real(5);
+        r.winner.date = s.text(6);
+        r.winner.version = s.text(7);
+        r.winner.min_ms = s.real_opt(8);
+        r.winner.quality = quality_from(s, 9);
+        r.winner.name = s.text(13);
+        out.winners.push_back(std::move(r));
+      }
+    }
+    Stmt s(c, path_, candidates_select(version_).c_str());
+    while (s.step()) {
+      CandidateRow r;
+      r.fingerprint = s.text(0);
+      r.key = s.text(1);
+      PerfCandidate& m = r.candidate;
+      m.algo_id = s.text(2);
+      m.config = s.text(3);
+      m.status = s.text(4);
+      m.median_ms = s.real_opt(5);
+      m.min_ms = s.real_opt(6);
+      m.max_ms = s.real_opt(7);
+      m.packed_median_ms = s.real_opt(8);
+      m.max_error = s.real_opt(9);
+      m.workspace_bytes = s.real(10);
+      m.message = s.text(11);
+      m.date = s.text(12);
+      r.version = s.text(13);
+      m.packed_min_ms = s.real_opt(14);
+      m.quality = quality_from(s, 15);
+      m.algo_version = s.text(19);
+      out.candidates.push_back(std::move(r));
+    }
+    return out;
+  });
+}
+
+size_t PerfDb::import_rows(const Rows& rows) {
+  sqlite3* c = conn();
+  if (read_only_) throw Error("perfdb: " + path_ + ": import: the database was opened read-only");
+  auto need = [](const std::string& v, const std::string& what) {
+    if (v.empty()) throw Error("PerfDb::import_rows: " + what + ": must not be empty");
+  };
+  for (size_t i = 0; i < rows.winners.size(); ++i) {
+    const WinnerRow& r = rows.winners[i];
+    const std::string at = "winners[" + std::to_string(i) + "]";
+    need(r.fingerprint, at + ".fingerprint"), need(r.key, at + ".key");
+    need(r.winner.algo_id, at + ".algo"), need(r.winner.date, at + ".date");
+  }
+  for (size_t i = 0; i < rows.candidates.size(); ++i) {
+    const CandidateRow& r = rows.candidates[i];
+    const std::string at = "candidates[" + std::to_string(i) + "]";
+    need(r.fingerprint, at + ".fingerprint"), need(r.key, at + ".key");
+    need(r.candidate.algo_id, at + ".algo"), need(r.candidate.status, at + ".status");
+    need(r.candidate.date, at + ".date");
+  }
+  return with_retry(c, path_, [&] {
+    WriteTxn txn(c, path_);
+    size_t changed = 0;
+    Stmt win(c, path_, kUpsertWinner);
+    for (const WinnerRow& r : rows.winners) {
+      const PerfWinner& w = r.winner;
+      win.bind(1, r.fingerprint).bind(2, r.key).bind(3, std::string(to_string(r.path)));
+      win.bind(4, w.algo_id).bind(5, w.config).bind(6, w.median_ms).bind(7, w.date);
+      win.bind(8, w.version).bind_opt(9, w.min_ms);
+      bind_quality(win, 10, w.quality);
+      win.bind(14, w.name);
+      win.run();
+      changed += static_cast<size_t>(sqlite3_changes(c));
+      win.reset();
+    }
+    Stmt cand(c, path_, kUpsertCandidate);
+    for (const CandidateRow& r : rows.candidates) {
+      const PerfCandidate& m = r.candidate;
+      cand.bind(1, r.fingerprint).bind(2, r.key).bind(3, m.algo_id).bind(4, m.config);
+      cand.bind(5, m.status).bind_opt(6, m.median_ms).bind_opt(7, m.min_ms);
+      cand.bind_opt(8, m.max_ms).bind_opt(9, m.packed_median_ms).bind_opt(10, m.max_error);
+      cand.bind(11, m.workspace_bytes).bind(12, m.message).bind(13, m.date).bind(14, r.version);
+      cand.bind_opt(15, m.packed_min_ms);
+      bind_quality(cand, 16, m.quality);
+      cand.bind(20, m.algo_version);
+      cand.run();
+      changed += static_cast<size_t>(sqlite3_changes(c));
+      cand.reset();
+    }
+    txn.commit();
+    return changed;
+  });
+}
+
+std::string PerfDb::integrity_check() const {
+  sqlite3* c = conn();
+  return with_retry(c, path_, [&] {
+    Stmt s(c, path_, "PRAGMA integrity_check(20)");
+    std::string out;
+    while (s.step()) out += (out.empty() ? "" : "; ") + s.text(0);
+    return out;
   });
 }
 

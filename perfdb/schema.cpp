@@ -75,6 +75,13 @@ ALTER TABLE winners ADD COLUMN clean_rounds INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE winners ADD COLUMN spread REAL;
 ALTER TABLE winners ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
 )sql"},
+      {3, "implementation version of each measured candidate, layer name of each winner",
+       // algo_version '' = unknown (measured before this schema): such a candidate counts as
+       // stale and is measured again.
+       R"sql(
+ALTER TABLE candidates ADD COLUMN algo_version TEXT NOT NULL DEFAULT '';
+ALTER TABLE winners ADD COLUMN name TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return steps;
 }
@@ -141,8 +148,7 @@ void check_compatible(const FileInfo& info, const std::string& path,
     throw conv::Error("perfdb: " + path + ": written by a newer convtune (schema " +
                       std::to_string(info.version) + ", this build reads up to " +
                       std::to_string(current) + "); use that convtune or another perfdb file");
-  if (info.version < 0)
-    fail_not_perfdb(path, "schema version " + std::to_string(info.version));
+  if (info.version < 0) fail_not_perfdb(path, "schema version " + std::to_string(info.version));
   const std::vector<SchemaObject> expected = expected_objects(steps, info.version);
   if (info.objects == expected) return;
   const std::string schema = "schema " + std::to_string(info.version);

@@ -45,8 +45,8 @@ struct FileInfo {
     foreign,   ///< any other SQLite file
   } kind = empty;
   int32_t application_id = 0;
-  int version = 0;                     ///< PRAGMA user_version
-  std::vector<SchemaObject> objects;   ///< sqlite_master, ordered by type then name
+  int version = 0;                    ///< PRAGMA user_version
+  std::vector<SchemaObject> objects;  ///< sqlite_master, ordered by type then name
 };
 
 /// Reads application_id, user_version and the table names. Throws conv::Error

@@ -6,6 +6,8 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
+#include <vector>
 
 #include "conv/tuner.hpp"
 #include "problem_fields.hpp"
@@ -75,9 +77,48 @@ Choice heuristic_choice(const ConvProblem& p, const ForwardOptions& o) {
               std::to_string(o.workspace_limit) + " bytes");
 }
 
-void warn_once(const std::string& message) {
-  static std::once_flag once;
-  std::call_once(once, [&] { std::cerr << "convtune: warning: " << message << "\n"; });
+// One line per kind of trouble (and per file) per process, not one per call.
+void warn_once(const std::string& kind, const std::string& message) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (said.insert(kind).second) std::cerr << "convtune: warning: " << message << "\n";
+}
+
+// The perf databases to read, user's first: in tune mode the user's is opened for writing when
+// it can be (a read-only file still serves lookups), then every readable system database.
+std::vector<PerfDb> open_layers(const std::string& user_path, FindMode mode) {
+  std::vector<PerfDb> layers;
+  const bool exists = std::filesystem::exists(user_path);
+  try {
+    // Only tuning creates the file; for the other modes a missing file is simply a miss.
+    if (mode == FindMode::tune) {
+      try {
+        layers.push_back(PerfDb::open(user_path, false));
+      } catch (const Error& e) {
+        if (!exists) throw;
+        layers.push_back(PerfDb::open(user_path, true));
+        warn_once("read-only:" + user_path,
+                  "perf database " + user_path + " is read-only: it serves lookups, and what " +
+                      "is tuned on a miss stays in memory (" + e.what() + ")");
+      }
+    } else if (exists) {
+      layers.push_back(PerfDb::open(user_path, true));
+    }
+  } catch (const Error& e) {
+    if (mode == FindMode::db_only)
+      throw Error(std::string("find_mode db_only: the perf database cannot be read: ") + e.what());
+    warn_once("user:" + user_path,
+              std::string(e.what()) + "; choosing without the user perf database");
+  }
+  for (const std::string& path : system_perfdb_paths()) {
+    try {
+      layers.push_back(PerfDb::open(path, true));
+    } catch (const Error& e) {
+      warn_once("system:" + path, std::string(e.what()) + "; this system perf database is skipped");
+    }
+  }
+  return layers;
 }
 
 }  // namespace
@@ -127,39 +168,34 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
   const FindMode mode = effective_find_mode(o);
   const std::string fingerprint = o.device.fingerprint(threads);
   const std::string pkey = p.key();
-  std::optional<PerfDb> db;
   const std::string db_path = o.perfdb_path.empty() ? PerfDb::default_path() : o.perfdb_path;
-  try {
-    // Only tuning creates the file; for the other modes a missing file is simply a miss.
-    if (mode == FindMode::tune || std::filesystem::exists(db_path))
-      db = PerfDb::open(db_path, mode != FindMode::tune);
-  } catch (const Error& e) {
-    if (mode == FindMode::db_only)
-      throw Error(std::string("find_mode db_only: the perf database cannot be read: ") + e.what());
-    warn_once(std::string(e.what()) + "; choosing without the perf database");
-  }
+  std::vector<PerfDb> layers = open_layers(db_path, mode);
+  const bool have_user = !layers.empty() && layers.front().path() == db_path;
 
   Choice choice;
   bool found = false;
-  if (db) {
-    const auto w = db->lookup(fingerprint, pkey, path);
-    if (w) found = usable(p, w->algo_id, w->config, o.device.kind, o.workspace_limit, &choice);
-    if (w && !found) {
-      // The stored winner may not fit this call's workspace limit: a stored winner means every
-      // candidate was measured, so the fastest stored one that fits is this limit's winner
-      // (candidates() is ordered by time).
-      for (const auto& c : db->candidates(fingerprint, pkey)) {
-        if (c.status != "ok") continue;
-        if ((found = usable(p, c.algo_id, c.config, o.device.kind, o.workspace_limit, &choice)))
-          break;
-      }
+  for (const PerfDb& db : layers) {
+    const auto w = db.lookup(fingerprint, pkey, path);
+    if (!w) continue;
+    const auto stored = db.candidates(fingerprint, pkey);
+    if (!stale_algorithms(stored).empty()) continue;  // an algorithm changed since: measure again
+    found = usable(p, w->algo_id, w->config, o.device.kind, o.workspace_limit, &choice);
+    // The stored winner may not fit this call's workspace limit: a stored winner means every
+    // candidate was measured, so the fastest stored one that fits is this limit's winner
+    // (candidates() is ordered by time).
+    for (size_t i = 0; !found && i < stored.size(); ++i)
+      found = stored[i].status == "ok" && usable(p, stored[i].algo_id, stored[i].config,
+                                                 o.device.kind, o.workspace_limit, &choice);
+    if (found) {
+      choice.source = ChoiceSource::perfdb;
+      choice.perfdb_path = db.path();
+      break;
     }
-    if (found) choice.source = ChoiceSource::perfdb;
   }
   if (!found) {
     if (mode == FindMode::db_only)
-      throw Error("find_mode db_only: no perf database entry in " + db_path + " for " + pkey +
-                  " on " + fingerprint);
+      throw Error("find_mode db_only: no current perf database entry for " + pkey + " on " +
+                  fingerprint + " in " + db_path + " or the system perf databases");
     if (mode == FindMode::heuristic) {
       choice = heuristic_choice(p, o);
       choice.source = ChoiceSource::heuristic;
@@ -168,17 +204,19 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
       t.device = o.device;
       t.threads = threads;
       t.workspace_limit = o.workspace_limit;
-      if (db) t.measured = db->candidates(fingerprint, pkey);  // measure only what is missing
+      // Measure only what the user's database lacks or holds out of date.
+      if (have_user) t.measured = layers.front().candidates(fingerprint, pkey);
       TuneResult r = tune(p, t);
       const int i = path == ExecPath::packed ? r.packed_winner : r.winner;
       if (i < 0)
         throw Error("workspace_limit: no correct algorithm for " + pkey + " within " +
                     std::to_string(o.workspace_limit) + " bytes of workspace");
-      if (db) {
+      if (have_user && !layers.front().read_only()) {
         try {
-          store_result(*db, r);
+          store_result(layers.front(), r);
         } catch (const Error& e) {
-          warn_once(std::string(e.what()) + "; the tuning result is kept in memory only");
+          warn_once("store:" + db_path,
+                    std::string(e.what()) + "; the tuning result is kept in memory only");
         }
       }
       const auto& c = r.candidates[i];

@@ -13,6 +13,7 @@ struct Choice {
   std::string config;
   ChoiceSource source = ChoiceSource::tuned;
   size_t workspace_bytes = 0;
+  std::string perfdb_path;  ///< the file the winner came from when source is perfdb
 };
 
 /// The algorithm to run `p` with on options.device for `path` (cache -> perfdb -> find mode).

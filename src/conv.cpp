@@ -70,7 +70,7 @@ ForwardResult best_forward(const ConvProblem& p, const float* x, const float* w,
     a.workspace_size = c.workspace_bytes;
   }
   c.algo->forward(p, c.config, a);
-  return {std::string(c.algo->id()), c.config, c.source};
+  return {std::string(c.algo->id()), c.config, c.source, c.perfdb_path};
 }
 
 void forward(const std::string& algo_id, const std::string& config, const ConvProblem& p,

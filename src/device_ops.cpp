@@ -47,8 +47,9 @@ std::string CpuOps::fingerprint(int threads) const {
   std::string brand = cpu_features::GetX86Info().brand_string;
   while (!brand.empty() && brand.back() == ' ') brand.pop_back();
   std::ostringstream s;
-  s << "cpu|" << brand << "|" << to_string(cpu_isa()) << "|threads=" << resolve_threads(threads)
-    << "|convtune " << version();
+  // No convtune version: measurements stay valid across upgrades while the algorithms'
+  // versions (Algorithm::version) do.
+  s << "cpu|" << brand << "|" << to_string(cpu_isa()) << "|threads=" << resolve_threads(threads);
   return s.str();
 }
 

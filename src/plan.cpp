@@ -37,7 +37,7 @@ std::unique_ptr<Plan::Impl> make_impl(const ConvProblem& p, const ForwardOptions
 
 void finish(Plan::Impl& impl) {
   const Choice& c = impl.choice;
-  impl.result = {std::string(c.algo->id()), c.config, c.source};
+  impl.result = {std::string(c.algo->id()), c.config, c.source, c.perfdb_path};
   if (impl.options.workspace) {
     if (impl.options.workspace_size < c.workspace_bytes)
       throw Error("workspace: " + impl.result.algo_id + " " + c.config + " needs " +

@@ -53,12 +53,14 @@ nlohmann::json winner_json(const PerfWinner& w, const ConvProblem& p) {
 
 }  // namespace
 
-std::string quality_text(const MeasureQuality& q) {
+std::string quality_text(const MeasureQuality& q, bool winner) {
   if (q.rounds <= 0) return "-";
   std::string s = std::to_string(q.clean_rounds) + "/" + std::to_string(q.rounds) + " clean";
-  if (q.noisy) return "noisy: " + s;
   if (q.spread >= 0) s += ", spread " + fmt(100 * q.spread, 1) + "%";
-  return s;
+  if (!q.noisy) return s;
+  if (q.clean_rounds == 0) return "noisy: " + s;
+  return s + (winner ? "; noisy: a candidate that might be faster was measured only under load"
+                     : "; noisy on the Plan path");
 }
 
 nlohmann::json to_json(const MeasureQuality& q) {
@@ -81,10 +83,12 @@ std::string baseline_name(const LayerOutcome& o) {
 
 void print_tune_table(std::ostream& out, const std::vector<LayerOutcome>& layers) {
   const std::string vendor = layers.empty() ? "cpu.onednn" : baseline_name(layers.front());
-  char line[512];
-  std::snprintf(line, sizeof line, "%-26s %-32s %10s %9s %14s %9s  %s\n", "layer", "winner",
+  int width = 26;  // an unnamed layer shows its key, which is longer
+  for (const auto& l : layers) width = std::max(width, static_cast<int>(label(l.problem).size()));
+  char line[1024];
+  std::snprintf(line, sizeof line, "%-*s %-32s %10s %9s %14s %9s  %s\n", width, "layer", "winner",
                 "median ms", "GFLOP/s", (vendor + " ms").c_str(), "speed-up", "source");
-  out << line << std::string(118, '-') << "\n";
+  out << line << std::string(static_cast<size_t>(width) + 92, '-') << "\n";
   for (const auto& l : layers) {
     std::string winner =
         l.winner ? l.winner->algo_id + " " + l.winner->config : "(no candidate ok)";
@@ -92,12 +96,13 @@ void print_tune_table(std::ostream& out, const std::vector<LayerOutcome>& layers
     const PerfCandidate* b = baseline(l);
     const double bms = b ? b->median_ms : -1;
     std::string ratio = (ms > 0 && bms > 0) ? fmt(bms / ms, 2) + "x" : "-";
-    std::snprintf(line, sizeof line, "%-26s %-32s %10s %9s %14s %9s  %s\n",
+    std::snprintf(line, sizeof line, "%-*s %-32s %10s %9s %14s %9s  %s\n", width,
                   label(l.problem).c_str(), winner.c_str(), fmt(ms, 3).c_str(),
                   fmt(ms > 0 ? l.problem.flops() / (ms * 1e6) : -1, 1).c_str(), fmt(bms, 3).c_str(),
                   ratio.c_str(),
-                  ((l.source == "perfdb"   ? std::string("perfdb (stored, not re-measured)")
+                  ((l.source == "perfdb"   ? "stored in " + l.perfdb_path
                     : l.source == "subset" ? std::string("subset (not stored)")
+                    : l.source == "memory" ? std::string("tuned now (not stored: read-only)")
                                            : std::string("tuned now")) +
                    (l.winner && l.winner->quality.noisy ? ", noisy (measured under load)" : ""))
                       .c_str());
@@ -163,6 +168,7 @@ nlohmann::json to_json(const LayerOutcome& o) {
   nlohmann::json j = {{"name", o.problem.name},       {"problem", to_descriptor(o.problem)},
                       {"key", o.problem.key()},       {"gflop", o.problem.flops() / 1e9},
                       {"fingerprint", o.fingerprint}, {"source", o.source}};
+  if (!o.perfdb_path.empty()) j["perfdb"] = o.perfdb_path;
   j["winner"] = o.winner ? winner_json(*o.winner, o.problem) : nlohmann::json(nullptr);
   j["packed_winner"] =
       o.packed_winner ? winner_json(*o.packed_winner, o.problem) : nlohmann::json(nullptr);

@@ -16,15 +16,19 @@ namespace conv::cli {
 struct LayerOutcome {
   ConvProblem problem;
   std::string fingerprint;
-  std::string source;  ///< "tuned", "perfdb" or "subset" (measured on a subset, not stored)
+  /// "tuned", "perfdb" (read from perfdb_path), "subset" (measured on a subset, not stored) or
+  /// "memory" (tuned, not stored: the database is read-only)
+  std::string source;
+  std::string perfdb_path;
   std::optional<PerfWinner> winner, packed_winner;
   std::vector<PerfCandidate> candidates;  ///< all measured candidates (now or stored)
   std::optional<TuneResult> tuned;        ///< when measured in this run
 };
 
-/// A measurement's quality in a few words: "5/5 clean, spread 1.2%", "noisy: 0/20 clean",
-/// "-" when unknown (stored before perfdb schema 2).
-std::string quality_text(const MeasureQuality& q);
+/// A measurement's quality in a few words: "5/5 clean, spread 1.2%", "noisy: 0/20 clean", "-"
+/// when unknown (stored before perfdb schema 2). A noisy quality with clean rounds is a
+/// candidate whose Plan path was noisy, or a winner a noisy candidate might have beaten.
+std::string quality_text(const MeasureQuality& q, bool winner = false);
 nlohmann::json to_json(const MeasureQuality& q);
 
 /// The vendor baseline measured in the same run: cpu.onednn on the CPU, the fastest cuDNN

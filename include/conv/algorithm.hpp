@@ -47,6 +47,11 @@ class Algorithm {
 
   /// Stable id, e.g. "cpu.direct"; never renamed once it has appeared in a perf database.
   virtual std::string_view id() const = 0;
+  /// Implementation version, e.g. "3" or, for a vendor wrapper, "1+onednn.2.6.3": changed
+  /// whenever the kernels change (code or library). The perf database keeps it with every
+  /// measurement; a stored winner stands only while the versions of all the candidates it was
+  /// chosen from are current, and `autotune tune` re-measures the candidates whose version changed.
+  virtual std::string version() const = 0;
   virtual Device::Kind device() const = 0;
   virtual NumericClass numeric_class() const = 0;
 

@@ -48,6 +48,7 @@ struct ForwardResult {
   std::string algo_id;
   std::string config;
   ChoiceSource source = ChoiceSource::tuned;
+  std::string perfdb_path;  ///< the perf database file the winner came from (source perfdb)
 };
 
 /// Runs the fastest correct algorithm for `p` on options.device: the in-process cache, then the

@@ -19,9 +19,11 @@ struct Device {
   /// "cpu" or "cuda:N".
   std::string name() const;
 
-  /// Text identifying this device for the perf database. CPU: brand string, ISA level
-  /// (avx512/avx2/sse4.2/scalar), thread count, convtune version. Entries stored under another
-  /// fingerprint are never used. `threads` = 0 means the OpenMP default.
+  /// Text identifying this device for the perf database. CPU: "cpu|<brand>|<ISA level
+  /// avx512/avx2/scalar>|threads=N"; GPU: name, compute capability, SMs, memory, driver, runtime,
+  /// cuDNN and cuBLAS versions. No convtune version: what changes with an upgrade is tracked per
+  /// algorithm (Algorithm::version). Entries stored under another fingerprint are never used.
+  /// `threads` = 0 means the OpenMP default.
   std::string fingerprint(int threads = 0) const;
 
   bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }

@@ -39,6 +39,7 @@ struct PerfWinner {
   MeasureQuality quality;  ///< of the winner's time; noisy also when the decision is unsure
   std::string date;        ///< UTC, ISO 8601, when stored; store() fills an empty one with now
   std::string version;     ///< convtune version that measured it; empty = this build's
+  std::string name;  ///< the layer's name when tuned (ConvProblem::name), for people; may be ""
 };
 
 /// One measured candidate (all of them are kept, not only the winner).
@@ -55,6 +56,9 @@ struct PerfCandidate {
   std::string message;     ///< reason for rejected/failed/skipped
   std::string date;        ///< UTC, ISO 8601, when stored; store() fills an empty one with now
   MeasureQuality quality;  ///< of the one-shot time; noisy when either path's time is
+  /// Algorithm::version() of the implementation measured; "" = unknown (stored before perfdb
+  /// schema 3), which counts as out of date.
+  std::string algo_version;
 };
 
 /// A SQLite perf database file (WAL mode, schema version with migrations; see perfdb/schema.cpp).
@@ -126,6 +130,36 @@ class PerfDb {
   /// this database is read-only or `other_path` is not a readable convtune perf database.
   size_t merge(const std::string& other_path);
 
+  /// Every row, for export and review: winners ordered by fingerprint, key, path; candidates
+  /// by fingerprint, key, algo_id, config.
+  struct WinnerRow {
+    std::string fingerprint, key;
+    ExecPath path = ExecPath::oneshot;
+    PerfWinner winner;
+  };
+  struct CandidateRow {
+    std::string fingerprint, key;
+    PerfCandidate candidate;
+    std::string version;  ///< convtune version that stored it
+  };
+  struct Rows {
+    std::vector<WinnerRow> winners;
+    std::vector<CandidateRow> candidates;
+  };
+  Rows rows() const;
+
+  /// Writes `rows` (e.g. read back from an export) as merge() does: one transaction, a row
+  /// whose primary key exists here replaced only by a newer date; dates and versions are kept.
+  /// Returns the rows inserted or replaced. Throws conv::Error naming the row and field when a
+  /// fingerprint, key, algo_id, status or date is empty, or when the database is read-only.
+  size_t import_rows(const Rows& rows);
+
+  /// SQLite's full PRAGMA integrity_check: "ok", or the first problems found.
+  std::string integrity_check() const;
+
+  /// The schema version of the open file (older files opened read-only keep theirs).
+  int file_schema_version() const { return version_; }
+
   /// Current schema version written by this build.
   static int schema_version();
 
@@ -140,5 +174,12 @@ class PerfDb {
   bool read_only_ = false;
   int version_ = 0;  ///< the file's schema (a read-only open reads older schemas as they are)
 };
+
+/// The read-only system perf databases, consulted after the user's (MIOpen's system perf db):
+/// the files named in $CONVTUNE_SYSTEM_PERFDB (':'-separated, empty entries ignored), then the
+/// *.sqlite files in <datadir>/convtune/perfdb/ next to the installed library (e.g.
+/// /usr/local/share/convtune/perfdb/ for /usr/local/lib/libconvtune.so), sorted by name.
+/// Files that do not exist are left out.
+std::vector<std::string> system_perfdb_paths();
 
 }  // namespace conv

@@ -73,8 +73,9 @@ struct TuneOptions {
   size_t workspace_limit = std::numeric_limits<size_t>::max();  ///< bytes
   bool check = true;  ///< compare outputs against a trusted result
   /// Candidates already measured on this problem and device (PerfDb::candidates()): those whose
-  /// status is final ("ok" or "rejected") are not measured again but take part in choosing the
-  /// winner; the others ("failed", "skipped") are measured again.
+  /// measurement is final (status "rejected", or "ok" and not noisy, made by the algorithm's
+  /// current version) are not measured again but take part in choosing the winner; the others
+  /// ("failed", "skipped", noisy, another version) are measured again.
   std::vector<PerfCandidate> measured;
   /// Problems up to this many FLOPs are checked against the float64 reference, larger ones
   /// against cpu.im2col_gemm.
@@ -93,8 +94,9 @@ struct CandidateResult {
   double median_ms = -1, min_ms = -1, max_ms = -1;
   /// The same with weights packed once (Plan); -1 when not packable.
   double packed_median_ms = -1, packed_min_ms = -1;
-  int runs = 0;            ///< timed calls, one-shot
-  MeasureQuality quality;  ///< of the one-shot time; noisy when either path's time is
+  int runs = 0;                   ///< timed calls, one-shot
+  MeasureQuality quality;         ///< of the one-shot time; noisy when either path's time is
+  MeasureQuality packed_quality;  ///< of the packed time, when measured in this run
   size_t workspace_bytes = 0;
   /// Normalized error max |y - y_ref| / s_o with the algorithm's error scale s_o (the contract
   /// of Algorithm::error_bound), one-shot and packed; -1 when not checked.
@@ -145,6 +147,12 @@ using TuneProgress = std::function<void(size_t, size_t, const CandidateResult&)>
 /// check. Throws conv::Error when `p` is invalid.
 TuneResult tune(const ConvProblem& p, const TuneOptions& options = {},
                 const TuneProgress& progress = {});
+
+/// The algorithms among `stored` (PerfDb::candidates() of one problem) whose measurements were
+/// made by another version than the registered one (Algorithm::version; unregistered algorithms
+/// are ignored), each named once. A stored winner stands only while this is empty; `tune` with
+/// these measurements in TuneOptions::measured measures exactly those algorithms again.
+std::vector<std::string> stale_algorithms(const std::vector<PerfCandidate>& stored);
 
 /// Stores a tune result in `db`: the candidates measured in this run, and the winners only when
 /// the result is complete (a subset never becomes or replaces the stored winner).

@@ -529,6 +529,7 @@ namespace {
 class Direct final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.direct"; }
+  std::string version() const override { return "1"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem&) const override { return Applicability::yes(); }

@@ -218,6 +218,7 @@ namespace {
 class Fft final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.fft"; }
+  std::string version() const override { return "1"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 

@@ -50,6 +50,10 @@ void im2col(const ConvProblem& p, const float* x, float* col, int threads) {
 class Im2colGemm final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.im2col_gemm"; }
+  // BLIS does the work: another BLIS is another implementation.
+  std::string version() const override {
+    return std::string("1+blis.") + bli_info_get_version_str();
+  }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem&) const override { return Applicability::yes(); }

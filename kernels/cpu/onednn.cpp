@@ -389,6 +389,12 @@ dnnl_exec_arg_t arg(int which, const memory& m) {
 class OneDnn final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.onednn"; }
+  // oneDNN picks and writes the kernels: another oneDNN is another implementation.
+  std::string version() const override {
+    const dnnl_version_t* v = dnnl_version();
+    return "1+onednn." + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+           std::to_string(v->patch);
+  }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 

@@ -119,6 +119,7 @@ namespace {
 class Winograd final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.winograd"; }
+  std::string version() const override { return "1"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 

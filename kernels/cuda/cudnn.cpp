@@ -214,6 +214,10 @@ class Cudnn final : public Algorithm {
   explicit Cudnn(int index) : info_(kAlgos[index]), index_(index) {}
 
   std::string_view id() const override { return info_.id; }
+  // cuDNN picks and writes the kernels: another cuDNN is another implementation.
+  std::string version() const override {
+    return "1+cudnn." + std::to_string(cudnnGetVersion());
+  }
   Device::Kind device() const override { return Device::Kind::cuda; }
   NumericClass numeric_class() const override { return info_.numeric; }
 

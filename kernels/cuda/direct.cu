@@ -92,6 +92,7 @@ constexpr Config kConfigs[] = {
 class Direct final : public Algorithm {
  public:
   std::string_view id() const override { return "cuda.direct"; }
+  std::string version() const override { return "1"; }
   Device::Kind device() const override { return Device::Kind::cuda; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem&) const override { return gpu::device_check(); }

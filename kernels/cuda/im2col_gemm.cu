@@ -77,6 +77,7 @@ bool is_pointwise(const ConvProblem& p) {
 class Im2colGemm final : public Algorithm {
  public:
   std::string_view id() const override { return "cuda.im2col_gemm"; }
+  std::string version() const override { return "1"; }
   Device::Kind device() const override { return Device::Kind::cuda; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 

@@ -262,7 +262,7 @@ class CudaOps final : public DeviceOps {
       << "|driver=" << version_text(driver, 1000, 10)
       << "|runtime=" << version_text(runtime, 1000, 10) << "|cudnn=" << cudnn / 10000 << "."
       << cudnn % 10000 / 100 << "." << cudnn % 100 << "|cublas=" << cublas_major << "."
-      << cublas_minor << "|convtune " << version();
+      << cublas_minor;
     return s.str();
   }
 

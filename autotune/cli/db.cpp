@@ -1,0 +1,370 @@
+// autotune db: show, merge, export, import and check perf database files.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "options.hpp"
+#include "report.hpp"
+
+namespace conv::cli {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// Unknown numbers (-1 in the C++ structs) are null in the text form.
+Json number(double v) {
+  return v >= 0 ? Json(v) : Json(nullptr);
+}
+
+Json quality_json(const conv::MeasureQuality& q) {
+  return {{"rounds", q.rounds},
+          {"clean_rounds", q.clean_rounds},
+          {"spread", number(q.spread)},
+          {"noisy", q.noisy}};
+}
+
+Json export_json(const conv::PerfDb& db) {
+  const auto rows = db.rows();
+  Json j = {{"format", "convtune perfdb export"},
+            {"format_version", 1},
+            {"schema", db.file_schema_version()},
+            {"winners", Json::array()},
+            {"candidates", Json::array()}};
+  for (const auto& r : rows.winners) {
+    const auto& w = r.winner;
+    j["winners"].push_back({{"fingerprint", r.fingerprint},
+                            {"key", r.key},
+                            {"path", conv::to_string(r.path)},
+                            {"name", w.name},
+                            {"algo", w.algo_id},
+                            {"config", w.config},
+                            {"median_ms", w.median_ms},
+                            {"min_ms", number(w.min_ms)},
+                            {"quality", quality_json(w.quality)},
+                            {"date", w.date},
+                            {"version", w.version}});
+  }
+  for (const auto& r : rows.candidates) {
+    const auto& c = r.candidate;
+    j["candidates"].push_back({{"fingerprint", r.fingerprint},
+                               {"key", r.key},
+                               {"algo", c.algo_id},
+                               {"config", c.config},
+                               {"algo_version", c.algo_version},
+                               {"status", c.status},
+                               {"median_ms", number(c.median_ms)},
+                               {"min_ms", number(c.min_ms)},
+                               {"max_ms", number(c.max_ms)},
+                               {"packed_median_ms", number(c.packed_median_ms)},
+                               {"packed_min_ms", number(c.packed_min_ms)},
+                               {"max_error", number(c.max_error)},
+                               {"workspace_bytes", c.workspace_bytes},
+                               {"message", c.message},
+                               {"quality", quality_json(c.quality)},
+                               {"date", c.date},
+                               {"version", r.version}});
+  }
+  return j;
+}
+
+// RFC 4180: quote a field with a comma, quote or line break; double the quotes.
+std::string csv(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (const char ch : v) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+std::string csv(double v) {
+  if (v < 0) return "";
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+// One line per measured candidate, with the paths it is the stored winner of.
+void export_csv(const conv::PerfDb& db, std::ostream& out) {
+  const auto rows = db.rows();
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::string> won;
+  for (const auto& r : rows.winners) {
+    auto& w = won[{r.fingerprint, r.key, r.winner.algo_id, r.winner.config}];
+    w += (w.empty() ? "" : ";") + std::string(conv::to_string(r.path));
+  }
+  out << "fingerprint,key,algo,config,algo_version,status,winner_of,median_ms,min_ms,max_ms,"
+         "packed_median_ms,packed_min_ms,max_error,workspace_bytes,rounds,clean_rounds,spread,"
+         "noisy,message,date,version\n";
+  for (const auto& r : rows.candidates) {
+    const auto& c = r.candidate;
+    const auto it = won.find({r.fingerprint, r.key, c.algo_id, c.config});
+    out << csv(r.fingerprint) << "," << csv(r.key) << "," << csv(c.algo_id) << "," << csv(c.config)
+        << "," << csv(c.algo_version) << "," << csv(c.status) << ","
+        << (it == won.end() ? "" : it->second) << "," << csv(c.median_ms) << "," << csv(c.min_ms)
+        << "," << csv(c.max_ms) << "," << csv(c.packed_median_ms) << "," << csv(c.packed_min_ms)
+        << "," << csv(c.max_error) << "," << csv(c.workspace_bytes) << "," << c.quality.rounds
+        << "," << c.quality.clean_rounds << "," << csv(c.quality.spread) << ","
+        << (c.quality.noisy ? 1 : 0) << "," << csv(c.message) << "," << csv(c.date) << ","
+        << csv(r.version) << "\n";
+  }
+}
+
+// Reading the text form back: every field checked, errors name the entry and field.
+struct Reader {
+  std::string file;
+  const Json& at(const Json& o, const std::string& where, const char* field) const {
+    if (!o.is_object()) fail(where, "expected an object");
+    auto it = o.find(field);
+    if (it == o.end()) fail(where + "." + field, "missing");
+    return *it;
+  }
+  std::string text(const Json& o, const std::string& where, const char* field,
+                   bool non_empty = true) const {
+    const Json& v = at(o, where, field);
+    if (!v.is_string()) fail(where + "." + field, "expected a string");
+    std::string s = v.get<std::string>();
+    if (non_empty && s.empty()) fail(where + "." + field, "must not be empty");
+    if (s.size() > 4096) fail(where + "." + field, "longer than 4096 characters");
+    return s;
+  }
+  // A non-negative finite number, or null for "unknown" (-1) where `nullable`.
+  double num(const Json& o, const std::string& where, const char* field,
+             bool nullable = true) const {
+    const Json& v = at(o, where, field);
+    if (v.is_null() && nullable) return -1;
+    if (!v.is_number()) fail(where + "." + field, "expected a number");
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d < 0) fail(where + "." + field, "expected a finite number >= 0");
+    return d;
+  }
+  conv::MeasureQuality quality(const Json& o, const std::string& where) const {
+    const Json& q = at(o, where, "quality");
+    const std::string w = where + ".quality";
+    conv::MeasureQuality m;
+    const double rounds = num(q, w, "rounds", false), clean = num(q, w, "clean_rounds", false);
+    if (rounds > 1e9 || clean > rounds || rounds != std::floor(rounds) ||
+        clean != std::floor(clean))
+      fail(w, "rounds and clean_rounds must be integers with clean_rounds <= rounds");
+    m.rounds = static_cast<int>(rounds);
+    m.clean_rounds = static_cast<int>(clean);
+    m.spread = num(q, w, "spread");
+    const Json& noisy = at(q, w, "noisy");
+    if (!noisy.is_boolean()) fail(w + ".noisy", "expected true or false");
+    m.noisy = noisy.get<bool>();
+    return m;
+  }
+  std::string date(const Json& o, const std::string& where) const {
+    static const std::regex iso(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)");
+    std::string d = text(o, where, "date");
+    if (!std::regex_match(d, iso))
+      fail(where + ".date", "expected UTC ISO 8601 like 2026-01-31T12:00:00Z");
+    return d;
+  }
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw UsageError("import: " + file + ": " + where + ": " + what);
+  }
+};
+
+conv::PerfDb::Rows import_json(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UsageError("import: " + file + ": cannot be read");
+  Json j;
+  try {
+    j = Json::parse(in);
+  } catch (const Json::exception& e) {
+    throw UsageError("import: " + file + ": not JSON: " + e.what());
+  }
+  Reader r{file};
+  if (!j.is_object() || j.value("format", "") != "convtune perfdb export")
+    r.fail("format", "expected \"convtune perfdb export\" (made by autotune db export --json)");
+  if (r.num(j, "", "format_version", false) != 1)
+    r.fail("format_version", "this build reads format_version 1");
+  conv::PerfDb::Rows rows;
+  const Json& winners = r.at(j, "", "winners");
+  const Json& candidates = r.at(j, "", "candidates");
+  if (!winners.is_array()) r.fail("winners", "expected an array");
+  if (!candidates.is_array()) r.fail("candidates", "expected an array");
+  for (size_t i = 0; i < winners.size(); ++i) {
+    const Json& o = winners[i];
+    const std::string w = "winners[" + std::to_string(i) + "]";
+    conv::PerfDb::WinnerRow row;
+    row.fingerprint = r.text(o, w, "fingerprint");
+    row.key = r.text(o, w, "key");
+    const std::string path = r.text(o, w, "path");
+    if (path != "oneshot" && path != "packed") r.fail(w + ".path", "expected oneshot or packed");
+    row.path = path == "packed" ? conv::ExecPath::packed : conv::ExecPath::oneshot;
+    row.winner.name = r.text(o, w, "name", false);
+    row.winner.algo_id = r.text(o, w, "algo");
+    row.winner.config = r.text(o, w, "config", false);
+    row.winner.median_ms = r.num(o, w, "median_ms", false);
+    row.winner.min_ms = r.num(o, w, "min_ms");
+    row.winner.quality = r.quality(o, w);
+    row.winner.date = r.date(o, w);
+    row.winner.version = r.text(o, w, "version", false);
+    rows.winners.push_back(std::move(row));
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Json& o = candidates[i];
+    const std::string w = "candidates[" + std::to_string(i) + "]";
+    conv::PerfDb::CandidateRow row;
+    conv::PerfCandidate& c = row.candidate;
+    row.fingerprint = r.text(o, w, "fingerprint");
+    row.key = r.text(o, w, "key");
+    c.algo_id = r.text(o, w, "algo");
+    c.config = r.text(o, w, "config", false);
+    c.algo_version = r.text(o, w, "algo_version", false);
+    c.status = r.text(o, w, "status");
+    if (c.status != "ok" && c.status != "rejected" && c.status != "failed" && c.status != "skipped")
+      r.fail(w + ".status", "expected ok, rejected, failed or skipped");
+    c.median_ms = r.num(o, w, "median_ms");
+    c.min_ms = r.num(o, w, "min_ms");
+    c.max_ms = r.num(o, w, "max_ms");
+    c.packed_median_ms = r.num(o, w, "packed_median_ms");
+    c.packed_min_ms = r.num(o, w, "packed_min_ms");
+    c.max_error = r.num(o, w, "max_error");
+    c.workspace_bytes = r.num(o, w, "workspace_bytes", false);
+    c.message = r.text(o, w, "message", false);
+    c.quality = r.quality(o, w);
+    c.date = r.date(o, w);
+    row.version = r.text(o, w, "version", false);
+    rows.candidates.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// Every database `show` lists: the user's (when it exists), then the system ones.
+std::vector<conv::PerfDb> show_layers(const std::string& user) {
+  std::vector<conv::PerfDb> dbs;
+  if (std::filesystem::exists(user)) dbs.push_back(conv::PerfDb::open(user, true));
+  for (const auto& p : conv::system_perfdb_paths()) {
+    try {
+      dbs.push_back(conv::PerfDb::open(p, true));
+    } catch (const conv::Error& e) {
+      std::cerr << "autotune: warning: " << e.what() << "; this system perf database is skipped\n";
+    }
+  }
+  return dbs;
+}
+
+}  // namespace
+
+int run_db_show(const Common& c, bool all_devices) {
+  const conv::Device device = parse_device(c.device);
+  const std::string fingerprint = device.fingerprint(c.threads);
+  const std::string user = c.db_path();
+  const auto dbs = show_layers(user);
+  struct Row {
+    std::string source;
+    conv::PerfDb::WinnerRow w;
+  };
+  std::vector<Row> rows;
+  for (const auto& db : dbs)
+    for (auto& w : db.rows().winners)
+      if (all_devices || w.fingerprint == fingerprint)
+        rows.push_back({db.path() == user ? "user" : db.path(), std::move(w)});
+  if (c.json) {
+    Json j = {{"fingerprint", fingerprint}, {"perfdb", user}, {"winners", Json::array()}};
+    j["system_perfdb"] = Json::array();
+    for (const auto& db : dbs)
+      if (db.path() != user) j["system_perfdb"].push_back(db.path());
+    for (const auto& r : rows) {
+      Json e = to_json(conv::PerfDb::Entry{r.w.key, r.w.path, r.w.winner});
+      e["fingerprint"] = r.w.fingerprint;
+      e["source"] = r.source;
+      j["winners"].push_back(e);
+    }
+    std::cout << j.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+  std::cout << "device: " << (all_devices ? "all" : fingerprint) << "\nperf database: " << user
+            << (std::filesystem::exists(user) ? "" : " (does not exist yet)") << "\n";
+  for (const auto& db : dbs)
+    if (db.path() != user) std::cout << "system perf database: " << db.path() << "\n";
+  std::cout << "\n";
+  if (rows.empty()) {
+    std::cout << "nothing stored: no winners stored for "
+              << (all_devices ? "any device" : "this device") << "\n";
+    return 0;
+  }
+  std::string device_shown;
+  for (const auto& r : rows) {
+    if (r.w.fingerprint != device_shown) {
+      if (all_devices) std::cout << "device " << r.w.fingerprint << ":\n";
+      char head[512];
+      std::snprintf(head, sizeof head, "%-26s %-8s %-30s %10s  %-28s %-20s %s\n", "layer", "path",
+                    "winner", "median ms", "measurement", "date", "source");
+      std::cout << head;
+      device_shown = r.w.fingerprint;
+    }
+    const auto& w = r.w.winner;
+    char line[1024];
+    std::snprintf(line, sizeof line, "%-26s %-8s %-30s %10.3f  %-28s %-20s %s\n",
+                  (w.name.empty() ? r.w.key : w.name).c_str(), conv::to_string(r.w.path),
+                  (w.algo_id + " " + w.config).c_str(), w.median_ms,
+                  quality_text(w.quality, true).c_str(), w.date.c_str(), r.source.c_str());
+    std::cout << line;
+    if (!w.name.empty()) std::cout << "  " << r.w.key << "\n";
+  }
+  return 0;
+}
+
+int run_db_merge(const std::vector<std::string>& sources, const std::string& into) {
+  // Every source is opened (and so checked) before anything is written.
+  for (const auto& s : sources) conv::PerfDb::open(s, true);
+  conv::PerfDb dst = conv::PerfDb::open(into);
+  for (const auto& s : sources)
+    std::cout << s << ": " << dst.merge(s) << " row(s) merged into " << into << "\n";
+  return 0;
+}
+
+int run_db_export(const std::string& path, bool as_csv) {
+  if (!std::filesystem::exists(path))
+    throw conv::Error("perfdb: " + path + ": cannot open read-only: no such file");
+  const conv::PerfDb db = conv::PerfDb::open(path, true);
+  if (as_csv)
+    export_csv(db, std::cout);
+  else
+    std::cout << export_json(db).dump(1, ' ', false, Json::error_handler_t::replace) << "\n";
+  return 0;
+}
+
+int run_db_import(const std::vector<std::string>& files, const std::string& into) {
+  std::vector<conv::PerfDb::Rows> all;
+  for (const auto& f : files) all.push_back(import_json(f));  // all checked first
+  conv::PerfDb dst = conv::PerfDb::open(into);
+  for (size_t i = 0; i < files.size(); ++i)
+    std::cout << files[i] << ": " << dst.import_rows(all[i]) << " row(s) imported into " << into
+              << "\n";
+  return 0;
+}
+
+int run_db_check(const std::vector<std::string>& paths) {
+  int bad = 0;
+  for (const auto& path : paths) {
+    try {
+      if (!std::filesystem::exists(path))
+        throw conv::Error("perfdb: " + path + ": cannot open read-only: no such file");
+      const conv::PerfDb db = conv::PerfDb::open(path, true);
+      const std::string integrity = db.integrity_check();
+      if (integrity != "ok") throw conv::Error("perfdb: " + path + ": damaged: " + integrity);
+      const auto rows = db.rows();
+      std::set<std::string> devices;
+      for (const auto& w : rows.winners) devices.insert(w.fingerprint);
+      for (const auto& c : rows.candidates) devices.insert(c.fingerprint);
+      std::cout << path << ": ok: schema " << db.file_schema_version() << " (this build writes "
+                << conv::PerfDb::schema_version() << "), " << rows.winners.size() << " winner(s), "
+                << rows.candidates.size() << " candidate(s), " << devices.size() << " device(s)\n";
+    } catch (const conv::Error& e) {
+      std::cout << path << ": FAILED: " << e.what() << "\n";
+      ++bad;
+    }
+  }
+  return bad ? 1 : 0;
+}
+
+}  // namespace conv::cli

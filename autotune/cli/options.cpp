@@ -1,0 +1,119 @@
+// Problem collection and device parsing for the autotune subcommands.
+#include "options.hpp"
+
+#include <cstdlib>
+#include <set>
+
+namespace conv::cli {
+
+std::vector<conv::ConvProblem> collect_problems(const std::vector<std::string>& descriptors,
+                                                const std::vector<std::string>& batches,
+                                                const MiopenFlags& miopen) {
+  std::vector<conv::ConvProblem> problems;
+  try {
+    for (const auto& d : descriptors) problems.push_back(conv::parse_descriptor(d));
+    for (const auto& b : batches) {
+      auto ps = conv::read_batch_file(b);
+      problems.insert(problems.end(), ps.begin(), ps.end());
+    }
+    if (miopen.any()) problems.push_back(miopen.problem());
+  } catch (const conv::Error& e) {
+    throw UsageError(e.what());
+  }
+  if (problems.empty())
+    throw UsageError("no problem given: pass a DESCRIPTOR, --batch FILE or MIOpen-style flags");
+  return problems;
+}
+
+conv::Device parse_device(const std::string& text) {
+  try {
+    return conv::Device::parse(text);
+  } catch (const conv::Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+}  // namespace conv::cli
+
+namespace conv::cli {
+
+namespace {
+
+// A non-negative integer, all of `text`; -1 otherwise.
+long parse_index(const std::string& text) {
+  if (text.empty() || text.size() > 9) return -1;
+  long v = 0;
+  for (const char ch : text) {
+    if (ch < '0' || ch > '9') return -1;
+    v = v * 10 + (ch - '0');
+  }
+  return v;
+}
+
+long env_index(const char* name, bool required) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) {
+    if (required) throw UsageError(std::string("--shard auto: ") + name + " is not set");
+    return -1;
+  }
+  const long i = parse_index(v);
+  if (i < 0)
+    throw UsageError(std::string("--shard auto: ") + name +
+                     ": expected a non-negative integer, got \"" + v + "\"");
+  return i;
+}
+
+}  // namespace
+
+Shard parse_shard(const std::string& text) {
+  if (text.empty()) return {};
+  long index = -1, count = -1;
+  std::string from;
+  if (text == "auto") {
+    if (std::getenv("SLURM_ARRAY_TASK_ID")) {
+      const long min = env_index("SLURM_ARRAY_TASK_MIN", false);
+      index = env_index("SLURM_ARRAY_TASK_ID", true) - std::max(0L, min);
+      count = env_index("SLURM_ARRAY_TASK_COUNT", true);
+      from = "SLURM_ARRAY_TASK_ID";
+    } else if (std::getenv("JOB_COMPLETION_INDEX")) {
+      index = env_index("JOB_COMPLETION_INDEX", true);
+      count = env_index("CONVTUNE_SHARD_COUNT", true);
+      from = "JOB_COMPLETION_INDEX";
+    } else {
+      throw UsageError(
+          "--shard auto: neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor "
+          "JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set");
+    }
+  } else {
+    const size_t slash = text.find('/');
+    if (slash != std::string::npos) {
+      index = parse_index(text.substr(0, slash));
+      count = parse_index(text.substr(slash + 1));
+    }
+    from = "--shard";
+  }
+  if (index < 0 || count < 1 || index >= count)
+    throw UsageError("--shard: expected I/N with 0 <= I < N, got " +
+                     (text == "auto" ? "index " + std::to_string(index) + " of " +
+                                           std::to_string(count) + " from " + from
+                                     : "\"" + text + "\""));
+  return {static_cast<size_t>(index), static_cast<size_t>(count)};
+}
+
+std::vector<conv::ConvProblem> select_shard(const std::vector<conv::ConvProblem>& problems,
+                                            const Shard& shard, size_t* duplicates) {
+  std::vector<conv::ConvProblem> out;
+  std::set<std::string> seen;
+  size_t distinct = 0;
+  *duplicates = 0;
+  for (const auto& p : problems) {
+    if (!seen.insert(p.key()).second) {
+      ++*duplicates;
+      continue;
+    }
+    if (distinct++ % shard.count == shard.index) out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace conv::cli

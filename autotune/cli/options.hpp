@@ -1,0 +1,187 @@
+// What the autotune subcommands share: argument groups, problem collection, usage errors, and
+// the subcommands themselves (main.cpp parses and dispatches).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "conv/conv.hpp"
+#include "conv/perfdb.hpp"
+#include "conv/tuner.hpp"
+
+namespace conv::cli {
+
+// Argument errors found after CLI11's own parsing (bad descriptors, bad values): exit code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// MIOpenDriver-style flags: -n -c -H -W -k -y -x -p -q -u -v -l -j -g.
+struct MiopenFlags {
+  std::map<char, std::string> values;
+  void add_to(CLI::App* app) {
+    const std::pair<char, const char*> flags[] = {
+        {'n', "batch size"},     {'c', "input channels"},  {'H', "input height"},
+        {'W', "input width"},    {'k', "output channels"}, {'y', "filter height"},
+        {'x', "filter width"},   {'p', "padding height"},  {'q', "padding width"},
+        {'u', "stride height"},  {'v', "stride width"},    {'l', "dilation height"},
+        {'j', "dilation width"}, {'g', "groups"}};
+    for (const auto& [flag, what] : flags)
+      app->add_option(std::string("-") + flag, values[flag],
+                      std::string("MIOpenDriver-style: ") + what)
+          ->group("MIOpenDriver-style problem");
+  }
+  bool any() const {
+    for (const auto& [f, v] : values)
+      if (!v.empty()) return true;
+    return false;
+  }
+  conv::ConvProblem problem() const {
+    std::vector<std::string> args;
+    for (const auto& [f, v] : values)
+      if (!v.empty()) args.insert(args.end(), {std::string("-") + f, v});
+    return conv::parse_miopen_flags(args);
+  }
+};
+
+struct Common {
+  int threads = 0;
+  std::string db;
+  std::string device = "cpu";
+  bool json = false;
+  void add_to(CLI::App* app, bool with_db) {
+    app->add_option("--threads", threads, "CPU threads (0 = all)")->check(CLI::Range(0, 1024));
+    if (with_db)
+      app->add_option("--db", db,
+                      "perf database path (default: $CONVTUNE_PERFDB, else "
+                      "$XDG_CACHE_HOME/convtune/perfdb.sqlite, else ~/.cache/convtune/...)")
+          ->check([](const std::string& v) { return v.empty() ? "--db: empty path" : ""; });
+    app->add_option("--device", device, "cpu or cuda:N");
+    app->add_flag("--json", json, "print JSON instead of tables");
+  }
+  std::string db_path() const { return db.empty() ? conv::PerfDb::default_path() : db; }
+  // More OpenMP threads than processors only oversubscribe the cores (every barrier then waits
+  // for a descheduled thread): allowed, as a user may mean it, but said.
+  void warn_threads() const {
+    const int procs = static_cast<int>(std::thread::hardware_concurrency());
+    if (threads > procs)
+      std::cerr << "autotune: --threads " << threads << " exceeds the " << procs
+                << " processors of this machine; timings will include oversubscription\n";
+  }
+};
+
+struct TuneArgs {
+  std::vector<std::string> descriptors, batches;
+  std::string algo, shard;
+  bool force = false;
+  double budget_s = 120, batch_ms = 1;
+  int rounds = 3, max_rounds = 20;
+  double workspace_mib = -1;
+  void add_to(CLI::App* app) {
+    app->add_option("DESCRIPTOR", descriptors,
+                    "benchdnn conv descriptors, e.g. mb1ic3ih227oc96kh11sh4n\"conv1\"");
+    app->add_option("--batch", batches, "benchdnn-style file of descriptors (# comments)")
+        ->check(CLI::ExistingFile);
+    app->add_option("--algo", algo,
+                    "only algorithms whose id contains one of these comma-separated substrings");
+    app->add_option("--budget", budget_s, "time budget per problem, seconds")
+        ->check(CLI::Range(0.001, 1e6) & finite());
+    app->add_option("--rounds", rounds, "interleaved timing rounds per candidate, at least")
+        ->check(CLI::Range(1, 100000));
+    app->add_option("--max-rounds", max_rounds,
+                    "timing rounds per candidate at most, while rounds are disturbed by other "
+                    "processes or disagree")
+        ->check(CLI::Range(1, 100000));
+    app->add_option("--batch-ms", batch_ms,
+                    "a round repeats a candidate's run until it lasts this many milliseconds "
+                    "(at most 1000 runs, and never past --budget)")
+        ->check(CLI::Range(0.0, 1e6) & finite());
+    app->add_option("--workspace-limit", workspace_mib,
+                    "largest workspace a candidate may use, MiB")
+        ->check(CLI::Range(0.0, 1e12) & finite());
+    app->add_option("--shard", shard,
+                    "tune only shard I of N of the distinct problems (\"I/N\", 0 <= I < N), or "
+                    "\"auto\": from a Slurm job array (SLURM_ARRAY_TASK_ID, "
+                    "SLURM_ARRAY_TASK_COUNT) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, "
+                    "CONVTUNE_SHARD_COUNT)");
+  }
+  // CLI11's Range lets NaN through.
+  static CLI::Validator finite() {
+    return CLI::Validator(
+        [](std::string& v) {
+          try {
+            return std::isfinite(std::stod(v)) ? std::string() : "not a finite number: " + v;
+          } catch (const std::exception&) {
+            return "not a number: " + v;
+          }
+        },
+        "FINITE");
+  }
+  // A pattern that names no registered algorithm is a typo, not an empty search.
+  void check_algo_pattern() const {
+    if (algo.empty()) return;
+    std::stringstream ss(algo);
+    for (std::string part; std::getline(ss, part, ',');)
+      for (const conv::Algorithm* a : conv::registry())
+        if (!part.empty() && a->id().find(part) != std::string_view::npos) return;
+    throw UsageError("--algo: \"" + algo + "\" matches no registered algorithm");
+  }
+  conv::TuneOptions options(const Common& c, const conv::Device& d) const {
+    check_algo_pattern();
+    if (max_rounds < rounds)
+      throw UsageError("--max-rounds: " + std::to_string(max_rounds) + " is below --rounds " +
+                       std::to_string(rounds));
+    conv::TuneOptions o;
+    o.device = d;
+    o.threads = c.threads;
+    o.algo_pattern = algo;
+    o.budget_ms = budget_s * 1000;
+    o.min_rounds = rounds;
+    o.max_rounds = max_rounds;
+    o.batch_ms = batch_ms;
+    if (workspace_mib >= 0) o.workspace_limit = static_cast<size_t>(workspace_mib * 1048576.0);
+    return o;
+  }
+};
+
+/// Every problem named by descriptors, batch files and MIOpenDriver-style flags, in that order.
+/// Throws UsageError for a bad descriptor or when none is given.
+std::vector<conv::ConvProblem> collect_problems(const std::vector<std::string>& descriptors,
+                                                const std::vector<std::string>& batches,
+                                                const MiopenFlags& miopen);
+
+/// Which problems this process tunes: shard `index` of `count`.
+struct Shard {
+  size_t index = 0, count = 1;
+};
+
+/// Parses --shard: "I/N", or "auto" from the scheduler's environment (Slurm job arrays:
+/// SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN, of SLURM_ARRAY_TASK_COUNT; Kubernetes
+/// Indexed Jobs: JOB_COMPLETION_INDEX of CONVTUNE_SHARD_COUNT). "" = everything. Throws
+/// UsageError naming --shard or the variable.
+Shard parse_shard(const std::string& text);
+
+/// The distinct problems (by key, first occurrence kept) whose position among them is
+/// shard.index modulo shard.count: every problem belongs to exactly one shard, whatever the
+/// machine. `duplicates` counts the repeated problems dropped.
+std::vector<conv::ConvProblem> select_shard(const std::vector<conv::ConvProblem>& problems,
+                                            const Shard& shard, size_t* duplicates);
+
+/// "cpu" or "cuda:N"; throws UsageError otherwise.
+conv::Device parse_device(const std::string& text);
+
+int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen);
+int run_db_show(const Common& c, bool all_devices);
+int run_db_merge(const std::vector<std::string>& sources, const std::string& into);
+int run_db_export(const std::string& path, bool as_csv);
+int run_db_import(const std::vector<std::string>& files, const std::string& into);
+int run_db_check(const std::vector<std::string>& paths);
+
+}  // namespace conv::cli

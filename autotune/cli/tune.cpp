@@ -1,0 +1,196 @@
+// autotune tune: for each problem, use the stored winner when it stands (user database first,
+// then the system ones), else measure what is missing, store it, and print the table.
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "options.hpp"
+#include "report.hpp"
+
+namespace conv::cli {
+
+namespace {
+
+LayerOutcome outcome_from_tune(const conv::TuneResult& r) {
+  LayerOutcome o;
+  o.problem = r.problem;
+  o.fingerprint = r.fingerprint;
+  o.source = "tuned";
+  o.candidates = r.to_records();
+  o.tuned = r;
+  return o;
+}
+
+// The user's database for writing; a file that exists but cannot be written still serves
+// lookups, and the user hears so before anything is measured.
+conv::PerfDb open_user(const std::string& path) {
+  try {
+    return conv::PerfDb::open(path);
+  } catch (const conv::Error& e) {
+    if (!std::filesystem::exists(path)) throw;
+    conv::PerfDb db = conv::PerfDb::open(path, true);
+    std::cerr << "autotune: " << e.what()
+              << "\nautotune: using it read-only: stored winners are used, what is measured now "
+                 "is not stored (pass --db with a writable file to keep it)\n";
+    return db;
+  }
+}
+
+std::vector<conv::PerfDb> open_system() {
+  std::vector<conv::PerfDb> dbs;
+  for (const std::string& path : conv::system_perfdb_paths()) {
+    try {
+      dbs.push_back(conv::PerfDb::open(path, true));
+    } catch (const conv::Error& e) {
+      std::cerr << "autotune: warning: " << e.what() << "; this system perf database is skipped\n";
+    }
+  }
+  return dbs;
+}
+
+// Why a stored winner does not stand ("" when it does).
+std::string why_not_current(const std::optional<conv::PerfWinner>& one,
+                            const std::optional<conv::PerfWinner>& packed,
+                            const std::vector<conv::PerfCandidate>& stored) {
+  const auto stale = conv::stale_algorithms(stored);
+  if (!stale.empty()) {
+    std::string names;
+    for (const auto& s : stale) names += (names.empty() ? "" : ", ") + s;
+    return "measured with another version of " + names;
+  }
+  if (one && one->quality.noisy) return "the one-shot winner was measured under load (noisy)";
+  if (packed && packed->quality.noisy) return "the Plan winner was measured under load (noisy)";
+  return "";
+}
+
+}  // namespace
+
+int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
+  const Shard shard = parse_shard(t.shard);
+  size_t duplicates = 0;
+  const auto problems =
+      select_shard(collect_problems(t.descriptors, t.batches, miopen), shard, &duplicates);
+  const conv::Device device = parse_device(c.device);
+  const conv::TuneOptions options = t.options(c, device);
+  const std::string fingerprint = device.fingerprint(c.threads);
+  conv::PerfDb db = open_user(c.db_path());
+  const std::vector<conv::PerfDb> system = open_system();
+  if (duplicates > 0)
+    std::cerr << "autotune: " << duplicates << " repeated problem(s) tuned once\n";
+  if (shard.count > 1)
+    std::cerr << "autotune: shard " << shard.index << "/" << shard.count << ": " << problems.size()
+              << " problem(s)\n";
+
+  std::vector<LayerOutcome> layers;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  size_t measured = 0, no_winner = 0, subsets = 0;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const auto& p = problems[i];
+    const std::string name = p.name.empty() ? p.key() : p.name;
+    const std::string progress =
+        "[" + std::to_string(i + 1) + "/" + std::to_string(problems.size()) + "] " + name + ": ";
+    if (!t.force && t.algo.empty()) {
+      // The first database holding a winner decides: the user's, then the system ones.
+      const conv::PerfDb* from = nullptr;
+      std::optional<conv::PerfWinner> one, packed;
+      std::vector<conv::PerfCandidate> stored;
+      std::vector<const conv::PerfDb*> order = {&db};
+      for (const auto& s : system) order.push_back(&s);
+      for (const conv::PerfDb* d : order) {
+        one = d->lookup(fingerprint, p.key(), conv::ExecPath::oneshot);
+        if (!one) continue;
+        from = d;
+        packed = d->lookup(fingerprint, p.key(), conv::ExecPath::packed);
+        stored = d->candidates(fingerprint, p.key());
+        break;
+      }
+      if (from) {
+        const std::string why = why_not_current(one, packed, stored);
+        if (why.empty()) {
+          LayerOutcome o;
+          o.problem = p;
+          o.fingerprint = fingerprint;
+          o.source = "perfdb";
+          o.perfdb_path = from->path();
+          o.winner = one;
+          o.packed_winner = packed;
+          o.candidates = stored;
+          layers.push_back(o);
+          std::cerr << progress << "stored in " << from->path()
+                    << ", not re-measured (use --force to re-tune)\n";
+          continue;
+        }
+        std::cerr << progress << "the stored winner in " << from->path() << " is out of date ("
+                  << why << "): measuring again\n";
+      }
+    }
+    std::cerr << progress << "tuning (" << p.flops() / 1e9 << " GFLOP)..." << std::flush;
+    // Without --force, what the user's database already measured (current, clean) is not
+    // measured again: only the missing candidates run, and the winner is chosen among all.
+    conv::TuneOptions o = options;
+    if (!t.force) o.measured = db.candidates(fingerprint, p.key());
+    auto r = conv::tune(p, o, [&](size_t j, size_t n, const conv::CandidateResult&) {
+      if ((j + 1) % 4 == 0 || j + 1 == n) std::cerr << " " << j + 1 << "/" << n << std::flush;
+    });
+    ++measured;
+    const bool nothing_new = std::all_of(r.candidates.begin(), r.candidates.end(),
+                                         [](const auto& x) { return x.from_perfdb; });
+    if (nothing_new) std::cerr << " (nothing needed measuring: chosen from the stored ones)";
+    if (!db.read_only()) conv::store_result(db, r);
+    layers.push_back(outcome_from_tune(r));
+    if (r.winner < 0) {
+      ++no_winner;
+    } else if (r.complete && !db.read_only()) {
+      // The winners as stored, with the date the database gave them.
+      layers.back().winner = db.lookup(fingerprint, p.key(), conv::ExecPath::oneshot);
+      layers.back().packed_winner = db.lookup(fingerprint, p.key(), conv::ExecPath::packed);
+    } else {
+      const auto& w = r.candidates[r.winner];
+      if (!r.complete) {
+        ++subsets;
+        layers.back().source = "subset";
+        std::cerr << " (a subset of the candidates: its winner is shown, not stored)";
+      } else {
+        layers.back().source = "memory";
+      }
+      conv::PerfWinner shown;
+      shown.algo_id = w.algo_id, shown.config = w.config;
+      shown.median_ms = w.median_ms, shown.min_ms = w.min_ms;
+      shown.quality = w.quality;
+      shown.quality.noisy = r.noisy;
+      layers.back().winner = shown;
+    }
+    const double per = elapsed() / measured;
+    std::cerr << " done; elapsed " << static_cast<int>(elapsed()) << " s, ETA about "
+              << static_cast<int>(per * (problems.size() - i - 1)) << " s\n";
+  }
+  if (c.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& l : layers) j.push_back(conv::cli::to_json(l));
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    std::cout << "device: " << fingerprint << "\nperf database: " << db.path()
+              << (db.read_only() ? " (read-only)" : "") << "\n";
+    for (const auto& s : system) std::cout << "system perf database: " << s.path() << "\n";
+    std::cout << "\n";
+    conv::cli::print_tune_table(std::cout, layers);
+    size_t stored = layers.size() - measured;
+    std::cout << "\n"
+              << measured << " layer(s) tuned now, " << stored
+              << " read from the perf databases without measuring.\n";
+    if (subsets > 0)
+      std::cout << subsets
+                << " layer(s) measured on a subset of the candidates (--algo, CONVTUNE_DISABLE, "
+                   "workspace limit, budget or a failure): their winners are not stored.\n";
+  }
+  if (no_winner > 0) {
+    std::cerr << "autotune: " << no_winner << " layer(s) ended with no correct candidate\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace conv::cli
