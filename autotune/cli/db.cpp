@@ -237,8 +237,9 @@ conv::PerfDb::Rows import_json(const std::string& file) {
   return rows;
 }
 
-// Every database `show` lists: the user's (when it exists), then the system ones.
-std::vector<conv::PerfDb> show_layers(const std::string& user) {
+}  // namespace
+
+std::vector<conv::PerfDb> read_layers(const std::string& user) {
   std::vector<conv::PerfDb> dbs;
   if (std::filesystem::exists(user)) dbs.push_back(conv::PerfDb::open(user, true));
   for (const auto& p : conv::system_perfdb_paths()) {
@@ -251,13 +252,11 @@ std::vector<conv::PerfDb> show_layers(const std::string& user) {
   return dbs;
 }
 
-}  // namespace
-
 int run_db_show(const Common& c, bool all_devices) {
   const conv::Device device = parse_device(c.device);
   const std::string fingerprint = device.fingerprint(c.threads);
   const std::string user = c.db_path();
-  const auto dbs = show_layers(user);
+  const auto dbs = read_layers(user);
   struct Row {
     std::string source;
     conv::PerfDb::WinnerRow w;

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "../peak.hpp"
 #include "options.hpp"
@@ -28,15 +29,38 @@ int run_explain(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
     devices.push_back(parse_device(c.device));
   }
   const double peak = conv::measure_fma_peak_gflops(c.threads);
+  // What best_forward would run today, for comparison with what is measured now.
+  std::vector<conv::PerfDb> layers;
+  try {
+    layers = read_layers(conv::PerfDb::default_path());
+  } catch (const conv::Error& e) {
+    std::cerr << "autotune: warning: " << e.what() << "; stored winners not shown\n";
+  }
   nlohmann::json all = nlohmann::json::array();
   for (const auto& p : problems) {
     for (const auto& d : devices) {
       auto r = conv::tune(p, t.options(c, d));
       const double dev_peak = d.kind == conv::Device::Kind::cpu ? peak : 0;
+      std::optional<conv::PerfWinner> stored;
+      std::string stored_in;
+      for (const auto& db : layers) {
+        if ((stored = db.lookup(r.fingerprint, p.key()))) {
+          stored_in = db.path();
+          break;
+        }
+      }
       if (c.json) {
         all.push_back(conv::cli::to_json(r, dev_peak));
+        if (stored)
+          all.back()["stored_winner"] = {{"algo", stored->algo_id},
+                                         {"config", stored->config},
+                                         {"min_ms", stored->min_ms},
+                                         {"perfdb", stored_in}};
       } else {
         conv::cli::print_explain(std::cout, r, dev_peak);
+        if (stored)
+          std::cout << "stored winner (one-shot): " << stored->algo_id << " " << stored->config
+                    << " in " << stored_in << "\n";
         std::cout << "\n";
       }
     }

@@ -177,6 +177,10 @@ std::vector<conv::ConvProblem> select_shard(const std::vector<conv::ConvProblem>
 /// "cpu" or "cuda:N"; throws UsageError otherwise.
 conv::Device parse_device(const std::string& text);
 
+/// The perf databases best_forward reads, opened read-only: the user's (when it exists), then
+/// the system ones (unreadable ones are skipped with a warning).
+std::vector<conv::PerfDb> read_layers(const std::string& user);
+
 int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen);
 int run_db_show(const Common& c, bool all_devices);
 int run_db_merge(const std::vector<std::string>& sources, const std::string& into);

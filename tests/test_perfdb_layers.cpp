@@ -1,0 +1,408 @@
+// Shipping perf databases: system databases behind the user's, read-only use, implementation
+// versions across upgrades, `autotune db` (merge, export, import, check, show) and sharded
+// tuning as Slurm and Kubernetes would run it.
+#include <grp.h>
+#include <pwd.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "buffer.hpp"
+#include "conv/conv.hpp"
+#include "conv/perfdb.hpp"
+#include "conv/tuner.hpp"
+#include "support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    static int n = 0;
+    dir = fs::temp_directory_path() /
+          ("convtune-layers-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    fs::create_directories(dir);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::permissions(dir, fs::perms::all, ec);
+    fs::remove_all(dir, ec);
+  }
+  std::string file(const std::string& name) const { return (dir / name).string(); }
+};
+
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const std::string& value) : name(n) { ::setenv(n, value.c_str(), 1); }
+  ~ScopedEnv() { ::unsetenv(name.c_str()); }
+};
+
+struct Run {
+  int code = -1;
+  std::string out;
+};
+
+// Runs a shell command line, stdout and stderr together.
+Run shell(const std::string& cmd) {
+  Run r;
+  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string autotune() {
+  return std::string("'") + CONVTUNE_AUTOTUNE_EXE + "' ";
+}
+
+const std::string quick = " --rounds 1 --max-rounds 1 --batch-ms 0 --threads 2 ";
+
+// Runs this test executable's hidden "probe" test case in a fresh process (fork, then exec at
+// once: libgomp's threads do not survive a fork), as "nobody" when `unprivileged` and this is
+// root (root ignores file modes). The probe calls best_forward and checks what it was told.
+struct Probe {
+  std::string descriptor, user_db, mode = "db_only";
+  std::string source;  ///< expected ChoiceSource, or "error" for a conv::Error
+  std::string perfdb;  ///< expected perfdb_path ("" = not checked)
+  bool unprivileged = false;
+};
+
+int run_probe(const Probe& p) {
+  // Everything the child needs is built before the fork: only async-signal-safe calls after it.
+  std::vector<std::string> env = {"PROBE_DESCRIPTOR=" + p.descriptor, "PROBE_DB=" + p.user_db,
+                                  "PROBE_MODE=" + p.mode, "PROBE_SOURCE=" + p.source,
+                                  "PROBE_PERFDB=" + p.perfdb};
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char arg0[] = "test_perfdb_layers", arg1[] = "[.probe]";
+  char* argv[] = {arg0, arg1, nullptr};
+  const passwd* nobody = ::getpwnam("nobody");
+  const uid_t uid = nobody ? nobody->pw_uid : 65534;
+  const gid_t gid = nobody ? nobody->pw_gid : 65534;
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    if (p.unprivileged && ::geteuid() == 0) {
+      if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(90);
+    }
+    ::execve("/proc/self/exe", argv, envp.data());
+    ::_exit(91);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void sql(const std::string& path, const std::string& statement) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err);
+  const std::string msg = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  INFO(statement << ": " << msg);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+conv::TuneOptions quick_tune() {
+  conv::TuneOptions t;
+  t.min_rounds = 1;
+  t.max_rounds = 1;
+  t.batch_ms = 0;
+  t.threads = 2;
+  return t;
+}
+
+void tune_into(const std::string& db_path, const conv::ConvProblem& p) {
+  auto db = conv::PerfDb::open(db_path);
+  const auto r = conv::tune(p, quick_tune());
+  REQUIRE(r.complete);
+  conv::store_result(db, r);
+}
+
+// best_forward in db_only mode: answers from a database or throws, never tunes.
+conv::ForwardResult stored_answer(const conv::ConvProblem& p, const std::string& user_db,
+                                  conv::FindMode mode = conv::FindMode::db_only) {
+  convtest::ReferenceCase ref(p, 7);
+  conv::AlignedBuffer y(p.y_bytes());
+  conv::poison_nan(y.floats(), p.y_elems());
+  conv::ForwardOptions o;
+  o.perfdb_path = user_db;
+  o.find_mode = mode;
+  o.threads = 2;
+  const auto r = conv::best_forward(p, ref.x(), ref.w(), ref.bias(), y.floats(), o);
+  const auto check = ref.compare(y.floats(), *conv::find_algorithm(r.algo_id), r.config);
+  if (!(check.max_error <= check.bound)) throw std::runtime_error("wrong result");
+  return r;
+}
+
+const conv::ConvProblem p3x3 = conv::parse_descriptor("mb1ic8ih12oc8kh3ph1n\"three\"");
+const conv::ConvProblem p5x5 = conv::parse_descriptor("mb1ic8ih12oc8kh5ph2n\"five\"");
+
+}  // namespace
+
+TEST_CASE("probe: best_forward in a fresh process (run by the tests below)", "[.probe]") {
+  const char* desc = std::getenv("PROBE_DESCRIPTOR");
+  REQUIRE(desc != nullptr);
+  const std::string mode = std::getenv("PROBE_MODE");
+  const std::string source = std::getenv("PROBE_SOURCE");
+  const std::string perfdb = std::getenv("PROBE_PERFDB");
+  const auto p = conv::parse_descriptor(desc);
+  const auto m = mode == "tune" ? conv::FindMode::tune : conv::FindMode::db_only;
+  if (source == "error") {
+    CHECK_THROWS_AS(stored_answer(p, std::getenv("PROBE_DB"), m), conv::Error);
+    return;
+  }
+  const auto r = stored_answer(p, std::getenv("PROBE_DB"), m);
+  CHECK(conv::to_string(r.source) == source);
+  if (!perfdb.empty()) CHECK(r.perfdb_path == perfdb);
+}
+
+TEST_CASE("layers: a system database answers best_forward with no user database") {
+  TempDir tmp;
+  const std::string system = tmp.file("system.sqlite");
+  tune_into(system, p3x3);
+  ScopedEnv env("CONVTUNE_SYSTEM_PERFDB", tmp.file("missing.sqlite") + "::" + system);
+  const std::string user = tmp.file("user/none.sqlite");
+  CHECK(run_probe({conv::to_descriptor(p3x3), user, "db_only", "perfdb", system}) == 0);
+  CHECK_FALSE(fs::exists(user));  // looked up, never created
+  const auto paths = conv::system_perfdb_paths();
+  CHECK(paths == std::vector<std::string>{system});  // the missing file is left out
+}
+
+TEST_CASE("layers: a read-only user database serves lookups; a miss tunes in memory") {
+  TempDir tmp;
+  const std::string system = tmp.file("system.sqlite"), user = tmp.file("user.sqlite");
+  tune_into(system, p3x3);
+  tune_into(user, p5x5);
+  fs::permissions(user, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(tmp.dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                               fs::perms::group_exec | fs::perms::others_read |
+                               fs::perms::others_exec);
+  ScopedEnv env("CONVTUNE_SYSTEM_PERFDB", system);
+  // Tune mode, as a user who may not write the file: both stored answers, no tuning.
+  CHECK(run_probe({conv::to_descriptor(p5x5), user, "tune", "perfdb", user, true}) == 0);
+  CHECK(run_probe({conv::to_descriptor(p3x3), user, "tune", "perfdb", system, true}) == 0);
+  // A miss tunes in memory (the file cannot take it) and still answers correctly.
+  const auto other = conv::parse_descriptor("mb1ic4ih9oc4kh3ph1");
+  CHECK(run_probe({conv::to_descriptor(other), user, "tune", "tuned", "", true}) == 0);
+  CHECK_FALSE(
+      conv::PerfDb::open(user, true).lookup(conv::Device::cpu().fingerprint(2), other.key()));
+}
+
+TEST_CASE(
+    "versions: an upgrade keeps the winners; a bumped algorithm re-measures only its "
+    "problems") {
+  TempDir tmp;
+  const std::string user = tmp.file("user.sqlite");
+  tune_into(user, p3x3);  // cpu.winograd applies
+  tune_into(user, p5x5);  // cpu.winograd does not
+  const std::string fp = conv::Device::cpu().fingerprint(2);
+  CHECK(fp.find("convtune") == std::string::npos);
+  // Another convtune package version stored them: still used, without tuning.
+  sql(user, "UPDATE winners SET version = '0.0.1'; UPDATE candidates SET version = '0.0.1'");
+  CHECK(run_probe({conv::to_descriptor(p3x3), user, "db_only", "perfdb", user}) == 0);
+  CHECK(run_probe({conv::to_descriptor(p5x5), user, "db_only", "perfdb", user}) == 0);
+  // cpu.winograd's kernels changed since (its stored version differs from the registered one).
+  sql(user, "UPDATE candidates SET algo_version = 'old' WHERE algo = 'cpu.winograd'");
+  auto db = conv::PerfDb::open(user);
+  CHECK(conv::stale_algorithms(db.candidates(fp, p3x3.key())) ==
+        std::vector<std::string>{"cpu.winograd"});
+  CHECK(conv::stale_algorithms(db.candidates(fp, p5x5.key())).empty());
+  // db_only: the stored winner of the 3x3 problem no longer stands; the 5x5 one does.
+  CHECK(run_probe({conv::to_descriptor(p3x3), user, "db_only", "error"}) == 0);
+  CHECK(run_probe({conv::to_descriptor(p5x5), user, "db_only", "perfdb", user}) == 0);
+  // A tune without --force measures exactly cpu.winograd again.
+  auto o = quick_tune();
+  o.measured = db.candidates(fp, p3x3.key());
+  const auto r = conv::tune(p3x3, o);
+  size_t winograd = 0;
+  for (const auto& c : r.candidates) {
+    INFO(c.algo_id << " " << c.config);
+    CHECK(c.from_perfdb == (c.algo_id != "cpu.winograd"));
+    winograd += c.algo_id == "cpu.winograd";
+  }
+  CHECK(winograd > 0);
+  conv::store_result(db, r);
+  CHECK(conv::stale_algorithms(db.candidates(fp, p3x3.key())).empty());
+}
+
+TEST_CASE("autotune db: export and import round-trip every row; check; merge refuses others") {
+  TempDir tmp;
+  const std::string a = tmp.file("a.sqlite");
+  tune_into(a, p3x3);
+  tune_into(a, p5x5);
+  Run r = shell(autotune() + "db export '" + a + "' > '" + tmp.file("a.json") + "'");
+  REQUIRE(r.code == 0);
+  r = shell(autotune() + "db import '" + tmp.file("a.json") + "' --into '" + tmp.file("b.sqlite") +
+            "'");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const auto ra = conv::PerfDb::open(a, true).rows();
+  const auto rb = conv::PerfDb::open(tmp.file("b.sqlite"), true).rows();
+  REQUIRE(ra.winners.size() == rb.winners.size());
+  REQUIRE(ra.candidates.size() == rb.candidates.size());
+  for (size_t i = 0; i < ra.winners.size(); ++i) {
+    CHECK(ra.winners[i].key == rb.winners[i].key);
+    CHECK(ra.winners[i].winner.algo_id == rb.winners[i].winner.algo_id);
+    CHECK(ra.winners[i].winner.min_ms == rb.winners[i].winner.min_ms);
+    CHECK(ra.winners[i].winner.date == rb.winners[i].winner.date);
+    CHECK(ra.winners[i].winner.name == rb.winners[i].winner.name);
+  }
+  for (size_t i = 0; i < ra.candidates.size(); ++i) {
+    CHECK(ra.candidates[i].candidate.median_ms == rb.candidates[i].candidate.median_ms);
+    CHECK(ra.candidates[i].candidate.algo_version == rb.candidates[i].candidate.algo_version);
+    CHECK(ra.candidates[i].candidate.quality.rounds == rb.candidates[i].candidate.quality.rounds);
+  }
+  // CSV: a header and one line per candidate.
+  r = shell(autotune() + "db export --csv '" + a + "' | wc -l");
+  CHECK(std::stoul(r.out) == ra.candidates.size() + 1);
+
+  r = shell(autotune() + "db check '" + a + "' '" + tmp.file("b.sqlite") + "'");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out,
+             Catch::Contains("ok: schema " + std::to_string(conv::PerfDb::schema_version())));
+
+  // Not perf databases: check fails naming them; merge and import refuse before writing.
+  { std::ofstream(tmp.file("junk.sqlite")) << "not a database at all, just some text here"; }
+  r = shell(autotune() + "db check '" + tmp.file("junk.sqlite") + "'");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains(tmp.file("junk.sqlite") + ": FAILED"));
+  r = shell(autotune() + "db merge '" + a + "' '" + tmp.file("junk.sqlite") + "' --into '" +
+            tmp.file("c.sqlite") + "'");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains(tmp.file("junk.sqlite")));
+  CHECK_FALSE(fs::exists(tmp.file("c.sqlite")));
+  // A hand-edited export: the bad entry and field are named, nothing is written.
+  auto j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
+  j["candidates"][1]["median_ms"] = "fast";
+  std::ofstream(tmp.file("bad.json")) << j.dump();
+  r = shell(autotune() + "db import '" + tmp.file("bad.json") + "' --into '" +
+            tmp.file("d.sqlite") + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("candidates[1].median_ms: expected a number"));
+  CHECK_FALSE(fs::exists(tmp.file("d.sqlite")));
+}
+
+TEST_CASE("sharded tuning: Slurm and Kubernetes shards, merged, equal an unsharded run") {
+  TempDir tmp;
+  const std::string batch = tmp.file("layers.txt");
+  {
+    std::ofstream f(batch);
+    f << "# seven problems, one of them twice\n"
+         "mb1ic4ih8oc4kh3ph1n\"a\"\nmb1ic4ih8oc8kh3ph1n\"b\"\nmb1ic8ih8oc4kh1n\"c\"\n"
+         "mb1ic4ih9oc4kh5ph2n\"d\"\nmb1ic4ih8oc4kh3sh2ph1n\"e\"\nmb1ic4ih8oc4kh3ph1n\"a2\"\n"
+         "mb2ic4ih8oc4kh3ph1n\"f\"\nmb1ic3ih10oc6kh3n\"g\"\n";
+  }
+  const size_t n = 3;
+  std::string cmd;
+  for (size_t i = 0; i < n; ++i)  // Slurm array 10-12: the index counts from SLURM_ARRAY_TASK_MIN
+    cmd += "SLURM_ARRAY_TASK_ID=" + std::to_string(10 + i) +
+           " SLURM_ARRAY_TASK_MIN=10 SLURM_ARRAY_TASK_COUNT=3 " + autotune() + "tune --batch '" +
+           batch + "' --shard auto --db '" + tmp.file("slurm" + std::to_string(i) + ".sqlite") +
+           "'" + quick + " > /dev/null 2>> '" + tmp.file("shards.log") + "' & ";
+  for (size_t i = 0; i < n; ++i)  // a Kubernetes Indexed Job, another machine (1 thread)
+    cmd += "JOB_COMPLETION_INDEX=" + std::to_string(i) + " CONVTUNE_SHARD_COUNT=3 " + autotune() +
+           "tune --batch '" + batch + "' --shard auto --db '" +
+           tmp.file("k8s" + std::to_string(i) + ".sqlite") +
+           "' --rounds 1 --max-rounds 1 --batch-ms 0 --threads 1 > /dev/null 2>> '" +
+           tmp.file("shards.log") + "' & ";
+  Run r = shell(cmd + "wait");
+  r.out += shell("cat '" + tmp.file("shards.log") + "'").out;
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  std::string shards;
+  for (size_t i = 0; i < n; ++i)
+    shards += " '" + tmp.file("slurm" + std::to_string(i) + ".sqlite") + "' '" +
+              tmp.file("k8s" + std::to_string(i) + ".sqlite") + "'";
+  r = shell(autotune() + "db merge" + shards + " --into '" + tmp.file("merged.sqlite") + "'");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+
+  // Each shard tuned a disjoint part; merged, each device has a winner for exactly the
+  // distinct problems of an unsharded run.
+  std::set<std::string> expected;
+  for (const auto& p : conv::read_batch_file(batch)) expected.insert(p.key());
+  CHECK(expected.size() == 7);
+  const auto merged = conv::PerfDb::open(tmp.file("merged.sqlite"), true);
+  for (const int threads : {2, 1}) {
+    std::set<std::string> got;
+    for (const auto& e : merged.winners(conv::Device::cpu().fingerprint(threads)))
+      if (e.path == conv::ExecPath::oneshot) got.insert(e.key);
+    CHECK(got == expected);
+  }
+  size_t per_shard = 0;
+  for (size_t i = 0; i < n; ++i)
+    per_shard += conv::PerfDb::open(tmp.file("slurm" + std::to_string(i) + ".sqlite"), true)
+                     .winners(conv::Device::cpu().fingerprint(2))
+                     .size();
+  CHECK(per_shard == 2 * expected.size());  // one-shot + packed, no problem twice
+
+  // Installed as the system database, the merged file answers every problem: nothing tuned.
+  r = shell("CONVTUNE_SYSTEM_PERFDB='" + tmp.file("merged.sqlite") + "' " + autotune() +
+            "tune --batch '" + batch + "' --db '" + tmp.file("fresh.sqlite") + "'" + quick);
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("0 layer(s) tuned now, 7 read from the perf databases"));
+  CHECK_THAT(r.out, Catch::Contains("1 repeated problem(s) tuned once"));
+
+  // show --all-devices: both devices, with headers and layer names.
+  r = shell(autotune() + "db show --all-devices --db '" + tmp.file("merged.sqlite") + "'");
+  INFO(r.out);
+  CHECK_THAT(r.out, Catch::Contains("threads=1:"));
+  CHECK_THAT(r.out, Catch::Contains("threads=2:"));
+  CHECK_THAT(r.out, Catch::Contains("layer"));
+  CHECK_THAT(r.out, Catch::Contains("measurement"));
+
+  // Bad shard specifications name the flag or the variable.
+  r = shell(autotune() + "tune --batch '" + batch + "' --shard 3/3 --db '" + tmp.file("x.sqlite") +
+            "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("--shard"));
+  r = shell("JOB_COMPLETION_INDEX=1 " + autotune() + "tune --batch '" + batch +
+            "' --shard auto --db '" + tmp.file("x.sqlite") + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("CONVTUNE_SHARD_COUNT"));
+}
+
+TEST_CASE("autotune tune on a read-only database says so first and uses what is stored") {
+  TempDir tmp;
+  const std::string user = tmp.file("user.sqlite");
+  tune_into(user, p3x3);
+  fs::permissions(user, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const std::string cmd = autotune() + "tune '" + conv::to_descriptor(p3x3) +
+                          "' 'mb1ic4ih9oc4kh3ph1' --db '" + user + "'" + quick;
+  // As "nobody" when root (root ignores file modes): setpriv from util-linux.
+  const std::string as_user = ::geteuid() == 0 ? "setpriv --reuid=nobody --regid=nogroup "
+                                                 "--clear-groups "
+                                               : "";
+  const Run r = shell(as_user + cmd);
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("read-only") < r.out.find("tuning"));
+  CHECK_THAT(r.out, Catch::Contains("not stored: read-only"));
+  CHECK_THAT(r.out, Catch::Contains("1 layer(s) tuned now, 1 read"));
+}
