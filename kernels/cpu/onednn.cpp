@@ -105,12 +105,16 @@ const dnnl::engine& cpu_engine() {
   return engine;
 }
 
-enum class Variant { automatic, direct };
+// "auto": oneDNN's own layouts (reorders in and out) and algorithm; "direct": the same without
+// Winograd; "plain": NCHW, KCRS and NCHW as they are, no reorder (oneDNN's gemm- or jit-based
+// plain-layout kernels), which is faster where the reorders cost more than blocking saves.
+enum class Variant { automatic, direct, plain };
 
 Variant parse_config(const std::string& config) {
   if (config == "auto") return Variant::automatic;
   if (config == "direct") return Variant::direct;
-  throw Error("config: cpu.onednn has \"auto\" and \"direct\", got \"" + config + "\"");
+  if (config == "plain") return Variant::plain;
+  throw Error("config: cpu.onednn has \"auto\", \"direct\" and \"plain\", got \"" + config + "\"");
 }
 
 // The problem's plain (user-facing) memory descriptors.
@@ -140,12 +144,14 @@ dnnl::convolution_forward::primitive_desc make_conv_pd(const ConvProblem& p, Var
   const memory::desc w_any(weight_dims(p), f32, tag::any);
   const memory::desc y_any({p.N, p.K, p.OH(), p.OW()}, f32, tag::any);
   // oneDNN counts dilation from 0 (dense) where ConvProblem counts from 1.
+  const bool as_is = v == Variant::plain;
   const dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference,
       v == Variant::automatic ? dnnl::algorithm::convolution_auto
                               : dnnl::algorithm::convolution_direct,
-      x_any, w_any, plain.b, y_any, {p.stride_h, p.stride_w}, {p.dilation_h - 1, p.dilation_w - 1},
-      {p.pad_top, p.pad_left}, {p.pad_bottom, p.pad_right});
+      as_is ? plain.x : x_any, as_is ? plain.w : w_any, plain.b, as_is ? plain.y : y_any,
+      {p.stride_h, p.stride_w}, {p.dilation_h - 1, p.dilation_w - 1}, {p.pad_top, p.pad_left},
+      {p.pad_bottom, p.pad_right});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
@@ -214,6 +220,7 @@ struct Shape {
   size_t workspace = 0;   // max Design::total over 1..thread_ceiling() threads
   memory::desc packed_w;  // canonical packed weights layout
   bool packs = false;     // packed_w is not plain KCRS
+  bool reorders = false;  // some tensor is reordered in or out (a layout other than plain)
   std::string impl;       // oneDNN implementation at thread_ceiling() threads
 };
 
@@ -225,6 +232,7 @@ Shape make_shape(const ConvProblem& p, Variant v) {
       Design d = make_design(p, v, nullptr);
       s.packed_w = d.packed_w;
       s.workspace = d.total;
+      s.reorders = d.x_in || d.y_out || d.w_in;
       s.impl = d.conv.impl_info_str();
     }
     for (int t = 1; t < thread_ceiling(); ++t) {
@@ -392,7 +400,7 @@ class OneDnn final : public Algorithm {
   // oneDNN picks and writes the kernels: another oneDNN is another implementation.
   std::string version() const override {
     const dnnl_version_t* v = dnnl_version();
-    return "1+onednn." + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+    return "2+onednn." + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
            std::to_string(v->patch);
   }
   Device::Kind device() const override { return Device::Kind::cpu; }
@@ -411,6 +419,8 @@ class OneDnn final : public Algorithm {
     // convolution_auto only ever differs from convolution_direct by choosing Winograd.
     const auto s = get_shape(p, Variant::automatic);
     if (s->ok && is_winograd(*s)) out.push_back("direct");
+    // The plain variant differs only when "auto" chose other layouts.
+    if (s->ok && s->reorders && get_shape(p, Variant::plain)->ok) out.push_back("plain");
     return out;
   }
 
