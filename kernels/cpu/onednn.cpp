@@ -7,7 +7,9 @@
 // nChw8c/OIhw8i8o on AVX2). The NCHW -> chosen source reorder, the KCRS -> chosen weights reorder
 // and the chosen -> NCHW destination reorder run inside forward() (skipped where the choice is
 // plain), so the algorithm takes and returns the same NCHW tensors as every other one. A Plan
-// reorders the weights once (pack_weights).
+// reorders the weights once (pack_weights). Config "plain" (offered when "auto" reorders
+// something) gives oneDNN the NCHW/KCRS/NCHW tensors as they are: no reorder at all, which wins
+// where the reorders cost more than the blocked kernels save (1x1 layers on small images).
 // Cost: N*K*C/g*R*S*OH*OW FMAs for the direct kernels (Winograd F(4x4,3x3) when "auto" chooses
 // it), plus one memory-bound pass over x, w and y for the reorders.
 // Workspace: the reordered src, weights and dst buffers (64-byte aligned offsets) plus oneDNN's
