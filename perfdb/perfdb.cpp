@@ -208,6 +208,12 @@ PerfDb::PerfDb(PerfDb&&) noexcept = default;
 PerfDb& PerfDb::operator=(PerfDb&&) noexcept = default;
 PerfDb::~PerfDb() = default;
 
+bool PerfDb::file_exists(const std::string& path) {
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
+  return exists || (ec && ec != std::errc::no_such_file_or_directory);
+}
+
 int PerfDb::schema_version() {
   return migrations().back().version;
 }
@@ -236,10 +242,15 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
   db.read_only_ = read_only;
 
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw Error("perfdb: " + path + ": is a directory");
+  const fs::file_status st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw Error("perfdb: " + path + ": cannot open: " + ec.message());
+  if (fs::is_directory(st)) throw Error("perfdb: " + path + ": is a directory");
+  // A device or pipe is no place for a database and its -wal, -shm or -journal files.
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw Error("perfdb: " + path + ": not a regular file");
   if (read_only) {
-    if (!fs::exists(path, ec))
-      throw Error("perfdb: " + path + ": cannot open read-only: no such file");
+    if (!fs::exists(st)) throw Error("perfdb: " + path + ": cannot open read-only: no such file");
     db.db_.reset(open_connection(path, sqlite_filename(path), SQLITE_OPEN_READONLY, "read-only"));
   } else {
     const fs::path parent = fs::path(path).parent_path();
@@ -469,15 +480,34 @@ std::string candidates_select(int version) {
 }
 
 size_t PerfDb::merge(const std::string& other_path) {
+  return merge(std::vector<std::string>{other_path}).front();
+}
+
+std::vector<size_t> PerfDb::merge(const std::vector<std::string>& other_paths) {
   sqlite3* c = conn();
   if (read_only_) throw Error("perfdb: " + path_ + ": merge: the database was opened read-only");
-  const PerfDb other = open(other_path, true);
-  sqlite3* src = other.conn();
+  std::vector<PerfDb> others;
+  for (const auto& p : other_paths) others.push_back(open(p, true));
+  // Dates decide which row is newer, so a malformed one (from another program) would win or lose
+  // forever: such a file is refused whole.
+  for (const PerfDb& o : others) {
+    with_retry(o.conn(), o.path_, [&] {
+      for (const char* table : {"winners", "candidates"}) {
+        const std::string q = std::string("SELECT count(*) FROM ") + table +
+                              " WHERE NOT (date GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9]T"
+                              "[0-2][0-9]:[0-5][0-9]:[0-6][0-9]Z')";
+        Stmt s(o.conn(), o.path_, q.c_str());
+        if (s.step() && s.integer(0) > 0)
+          throw Error("perfdb: " + o.path_ + ": " + std::to_string(s.integer(0)) + " " + table +
+                      " row(s) with a malformed date (expected UTC ISO 8601); nothing merged");
+      }
+    });
+  }
 
   // Copies every row of a table from `src`; on a primary-key clash the newer date wins.
-  auto copy = [&](const std::string& select, const char* upsert, int columns) {
+  auto copy = [&](const PerfDb& other, const std::string& select, const char* upsert, int columns) {
     size_t changed = 0;
-    Stmt from(src, other.path_, select.c_str());
+    Stmt from(other.conn(), other.path_, select.c_str());
     Stmt to(c, path_, upsert);
     while (from.step()) {
       for (int i = 0; i < columns; ++i) to.bind_column(i + 1, from, i);
@@ -487,11 +517,17 @@ size_t PerfDb::merge(const std::string& other_path) {
     }
     return changed;
   };
+  // One transaction for all sources: a failure anywhere (a value too long, a lock) leaves this
+  // database as it was.
   return with_retry(c, path_, [&] {
     WriteTxn txn(c, path_);
-    ReadTxn snapshot(src, other.path_);
-    size_t changed = copy(winners_select(other.version_), kUpsertWinner, kWinnerColumns);
-    changed += copy(candidates_select(other.version_), kUpsertCandidate, kCandidateColumns);
+    std::vector<size_t> changed;
+    for (const PerfDb& other : others) {
+      ReadTxn snapshot(other.conn(), other.path_);
+      changed.push_back(
+          copy(other, winners_select(other.version_), kUpsertWinner, kWinnerColumns) +
+          copy(other, candidates_select(other.version_), kUpsertCandidate, kCandidateColumns));
+    }
     txn.commit();
     return changed;
   });

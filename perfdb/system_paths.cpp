@@ -23,8 +23,9 @@ std::vector<std::string> system_perfdb_paths() {
   std::error_code ec;
   if (const char* env = std::getenv("CONVTUNE_SYSTEM_PERFDB")) {
     std::stringstream ss(env);
+    // Named files are all kept, present or not: opening a missing one is an error its user sees.
     for (std::string p; std::getline(ss, p, ':');)
-      if (!p.empty() && fs::is_regular_file(p, ec)) paths.push_back(p);
+      if (!p.empty()) paths.push_back(p);
   }
   // Relative to the library itself, like an $ORIGIN RPATH: any install prefix works.
   Dl_info info{};

@@ -89,7 +89,7 @@ void warn_once(const std::string& kind, const std::string& message) {
 // it can be (a read-only file still serves lookups), then every readable system database.
 std::vector<PerfDb> open_layers(const std::string& user_path, FindMode mode) {
   std::vector<PerfDb> layers;
-  const bool exists = std::filesystem::exists(user_path);
+  const bool exists = PerfDb::file_exists(user_path);
   try {
     // Only tuning creates the file; for the other modes a missing file is simply a miss.
     if (mode == FindMode::tune) {

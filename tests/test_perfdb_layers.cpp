@@ -188,8 +188,9 @@ TEST_CASE("layers: a system database answers best_forward with no user database"
   const std::string user = tmp.file("user/none.sqlite");
   CHECK(run_probe({conv::to_descriptor(p3x3), user, "db_only", "perfdb", system}) == 0);
   CHECK_FALSE(fs::exists(user));  // looked up, never created
+  // Named files come back as named (a missing one is reported when opened), empty entries not.
   const auto paths = conv::system_perfdb_paths();
-  CHECK(paths == std::vector<std::string>{system});  // the missing file is left out
+  CHECK(paths == std::vector<std::string>{tmp.file("missing.sqlite"), system});
 }
 
 TEST_CASE("layers: a read-only user database serves lookups; a miss tunes in memory") {
@@ -405,4 +406,59 @@ TEST_CASE("autotune tune on a read-only database says so first and uses what is 
   CHECK(r.out.find("read-only") < r.out.find("tuning"));
   CHECK_THAT(r.out, Catch::Contains("not stored: read-only"));
   CHECK_THAT(r.out, Catch::Contains("1 layer(s) tuned now, 1 read"));
+}
+
+TEST_CASE("autotune db and shards refuse what would lose or corrupt rows") {
+  TempDir tmp;
+  const std::string a = tmp.file("a.sqlite");
+  tune_into(a, p3x3);
+  // A source with a value too long to read, after a good one: the merge is all or nothing.
+  const std::string big = tmp.file("big.sqlite");
+  tune_into(big, p5x5);
+  sql(big,
+      "UPDATE candidates SET message = printf('%.*c', 200000, 'x') WHERE algo = "
+      "(SELECT algo FROM candidates LIMIT 1)");
+  Run r = shell(autotune() + "db merge '" + a + "' '" + big + "' --into '" + tmp.file("m.sqlite") +
+                "'");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK(conv::PerfDb::open(tmp.file("m.sqlite"), true).rows().candidates.empty());
+  // A malformed date would win (or lose) every later merge: refused, nothing merged.
+  const std::string odd = tmp.file("odd.sqlite");
+  tune_into(odd, p5x5);
+  sql(odd, "UPDATE winners SET date = 'zzzz'");
+  r = shell(autotune() + "db merge '" + odd + "' --into '" + tmp.file("m.sqlite") + "'");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("malformed date"));
+  CHECK(conv::PerfDb::open(tmp.file("m.sqlite"), true).rows().winners.empty());
+  // Not a regular file: refused before SQLite creates a journal next to it.
+  r = shell(autotune() + "db merge '" + a + "' --into /dev/null");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("/dev/null: not a regular file"));
+
+  // An export with one row twice: refused, naming both entries.
+  r = shell(autotune() + "db export '" + a + "' > '" + tmp.file("a.json") + "'");
+  auto j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
+  j["winners"].push_back(j["winners"][0]);
+  std::ofstream(tmp.file("dup.json")) << j.dump();
+  r = shell(autotune() + "db import '" + tmp.file("dup.json") + "' --into '" +
+            tmp.file("d.sqlite") + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("the same row as entry 0"));
+
+  // A stored winner this build cannot run (edited by hand, or from another build): re-tuned.
+  sql(a, "UPDATE winners SET algo = 'cpu.nonesuch'");
+  r = shell(autotune() + "tune '" + conv::to_descriptor(p3x3) + "' --db '" + a + "'" + quick);
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("is no applicable algorithm and config of this build"));
+  CHECK_THAT(r.out, Catch::Contains("1 layer(s) tuned now"));
+
+  // Slurm arrays with a step or a list would leave shards untuned.
+  r = shell(
+      "SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=6 "
+      "SLURM_ARRAY_TASK_STEP=2 SLURM_ARRAY_TASK_COUNT=4 " +
+      autotune() + "tune '" + conv::to_descriptor(p3x3) + "' --shard auto --db '" + a + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("not a contiguous range"));
 }

@@ -120,7 +120,7 @@ struct Reader {
   const Json& at(const Json& o, const std::string& where, const char* field) const {
     if (!o.is_object()) fail(where, "expected an object");
     auto it = o.find(field);
-    if (it == o.end()) fail(where + "." + field, "missing");
+    if (it == o.end()) fail(where.empty() ? field : where + "." + field, "missing");
     return *it;
   }
   std::string text(const Json& o, const std::string& where, const char* field,
@@ -159,9 +159,15 @@ struct Reader {
     return m;
   }
   std::string date(const Json& o, const std::string& where) const {
-    static const std::regex iso(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)");
+    static const std::regex iso(R"((\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z)");
     std::string d = text(o, where, "date");
-    if (!std::regex_match(d, iso))
+    std::smatch m;
+    auto in = [&](int i, int lo, int hi) {
+      const int v = std::stoi(m[i].str());
+      return v >= lo && v <= hi;
+    };
+    if (!std::regex_match(d, m, iso) || !in(2, 1, 12) || !in(3, 1, 31) || !in(4, 0, 23) ||
+        !in(5, 0, 59) || !in(6, 0, 60))
       fail(where + ".date", "expected UTC ISO 8601 like 2026-01-31T12:00:00Z");
     return d;
   }
@@ -189,6 +195,12 @@ conv::PerfDb::Rows import_json(const std::string& file) {
   const Json& candidates = r.at(j, "", "candidates");
   if (!winners.is_array()) r.fail("winners", "expected an array");
   if (!candidates.is_array()) r.fail("candidates", "expected an array");
+  // Two entries for one row would silently lose one of them: refused, naming both.
+  std::map<std::string, size_t> seen;
+  auto once = [&](const std::string& row_key, const std::string& where, size_t i) {
+    auto [it, fresh] = seen.emplace(row_key, i);
+    if (!fresh) r.fail(where, "the same row as entry " + std::to_string(it->second));
+  };
   for (size_t i = 0; i < winners.size(); ++i) {
     const Json& o = winners[i];
     const std::string w = "winners[" + std::to_string(i) + "]";
@@ -206,6 +218,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     row.winner.quality = r.quality(o, w);
     row.winner.date = r.date(o, w);
     row.winner.version = r.text(o, w, "version", false);
+    once("w\n" + row.fingerprint + "\n" + row.key + "\n" + path, w, i);
     rows.winners.push_back(std::move(row));
   }
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -232,16 +245,26 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     c.quality = r.quality(o, w);
     c.date = r.date(o, w);
     row.version = r.text(o, w, "version", false);
+    const std::string row_key =
+        "c\n" + row.fingerprint + "\n" + row.key + "\n" + c.algo_id + "\n" + c.config;
+    once(row_key, w, i);
     rows.candidates.push_back(std::move(row));
   }
   return rows;
+}
+
+// Text from a database file is untrusted: control characters (terminal escapes) become '?'.
+std::string printable(std::string s) {
+  for (char& ch : s)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  return s;
 }
 
 }  // namespace
 
 std::vector<conv::PerfDb> read_layers(const std::string& user) {
   std::vector<conv::PerfDb> dbs;
-  if (std::filesystem::exists(user)) dbs.push_back(conv::PerfDb::open(user, true));
+  if (conv::PerfDb::file_exists(user)) dbs.push_back(conv::PerfDb::open(user, true));
   for (const auto& p : conv::system_perfdb_paths()) {
     try {
       dbs.push_back(conv::PerfDb::open(p, true));
@@ -281,7 +304,7 @@ int run_db_show(const Common& c, bool all_devices) {
     return 0;
   }
   std::cout << "device: " << (all_devices ? "all" : fingerprint) << "\nperf database: " << user
-            << (std::filesystem::exists(user) ? "" : " (does not exist yet)") << "\n";
+            << (conv::PerfDb::file_exists(user) ? "" : " (does not exist yet)") << "\n";
   for (const auto& db : dbs)
     if (db.path() != user) std::cout << "system perf database: " << db.path() << "\n";
   std::cout << "\n";
@@ -293,7 +316,7 @@ int run_db_show(const Common& c, bool all_devices) {
   std::string device_shown;
   for (const auto& r : rows) {
     if (r.w.fingerprint != device_shown) {
-      if (all_devices) std::cout << "device " << r.w.fingerprint << ":\n";
+      if (all_devices) std::cout << "device " << printable(r.w.fingerprint) << ":\n";
       char head[512];
       std::snprintf(head, sizeof head, "%-26s %-8s %-30s %10s  %-28s %-20s %s\n", "layer", "path",
                     "winner", "median ms", "measurement", "date", "source");
@@ -303,26 +326,29 @@ int run_db_show(const Common& c, bool all_devices) {
     const auto& w = r.w.winner;
     char line[1024];
     std::snprintf(line, sizeof line, "%-26s %-8s %-30s %10.3f  %-28s %-20s %s\n",
-                  (w.name.empty() ? r.w.key : w.name).c_str(), conv::to_string(r.w.path),
-                  (w.algo_id + " " + w.config).c_str(), w.median_ms,
-                  quality_text(w.quality, true).c_str(), w.date.c_str(), r.source.c_str());
+                  printable(w.name.empty() ? r.w.key : w.name).c_str(), conv::to_string(r.w.path),
+                  printable(w.algo_id + " " + w.config).c_str(), w.median_ms,
+                  quality_text(w.quality, true).c_str(), printable(w.date).c_str(),
+                  r.source.c_str());
     std::cout << line;
-    if (!w.name.empty()) std::cout << "  " << r.w.key << "\n";
+    if (!w.name.empty()) std::cout << "  " << printable(r.w.key) << "\n";
   }
   return 0;
 }
 
 int run_db_merge(const std::vector<std::string>& sources, const std::string& into) {
-  // Every source is opened (and so checked) before anything is written.
+  if (into.empty()) throw UsageError("--into: empty path");
+  // Every source is opened (and so checked) before the destination is created.
   for (const auto& s : sources) conv::PerfDb::open(s, true);
   conv::PerfDb dst = conv::PerfDb::open(into);
-  for (const auto& s : sources)
-    std::cout << s << ": " << dst.merge(s) << " row(s) merged into " << into << "\n";
+  const auto counts = dst.merge(sources);  // all or nothing
+  for (size_t i = 0; i < sources.size(); ++i)
+    std::cout << sources[i] << ": " << counts[i] << " row(s) merged into " << into << "\n";
   return 0;
 }
 
 int run_db_export(const std::string& path, bool as_csv) {
-  if (!std::filesystem::exists(path))
+  if (!conv::PerfDb::file_exists(path))
     throw conv::Error("perfdb: " + path + ": cannot open read-only: no such file");
   const conv::PerfDb db = conv::PerfDb::open(path, true);
   if (as_csv)
@@ -333,6 +359,7 @@ int run_db_export(const std::string& path, bool as_csv) {
 }
 
 int run_db_import(const std::vector<std::string>& files, const std::string& into) {
+  if (into.empty()) throw UsageError("--into: empty path");
   std::vector<conv::PerfDb::Rows> all;
   for (const auto& f : files) all.push_back(import_json(f));  // all checked first
   conv::PerfDb dst = conv::PerfDb::open(into);
@@ -346,9 +373,14 @@ int run_db_check(const std::vector<std::string>& paths) {
   int bad = 0;
   for (const auto& path : paths) {
     try {
-      if (!std::filesystem::exists(path))
+      if (!conv::PerfDb::file_exists(path))
         throw conv::Error("perfdb: " + path + ": cannot open read-only: no such file");
       const conv::PerfDb db = conv::PerfDb::open(path, true);
+      std::error_code ec;
+      if (std::filesystem::file_size(path, ec) == 0 && !ec) {
+        std::cout << path << ": ok: empty (no perf database yet; a writer creates one)\n";
+        continue;
+      }
       const std::string integrity = db.integrity_check();
       if (integrity != "ok") throw conv::Error("perfdb: " + path + ": damaged: " + integrity);
       const auto rows = db.rows();

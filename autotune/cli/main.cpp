@@ -116,9 +116,7 @@ int main(int argc, char** argv) {
   bool export_csv = false, export_json = false;
   CLI::App* db_merge = db->add_subcommand(
       "merge", "copy every row of SRC files into DST (per key the newest measurement wins)");
-  db_merge->add_option("SRC", merge_sources, "perf database files")
-      ->required()
-      ->check(CLI::ExistingFile);
+  db_merge->add_option("SRC", merge_sources, "perf database files")->required();
   db_merge->add_option("--into", merge_into, "the perf database to merge into (created)")
       ->required();
   CLI::App* db_export =
@@ -129,9 +127,7 @@ int main(int argc, char** argv) {
       ->excludes(json_flag);
   CLI::App* db_import =
       db->add_subcommand("import", "write JSON files made by db export into a perf database");
-  db_import->add_option("FILE", import_files, "JSON export files")
-      ->required()
-      ->check(CLI::ExistingFile);
+  db_import->add_option("FILE", import_files, "JSON export files")->required();
   db_import->add_option("--into", import_into, "the perf database to write (created)")->required();
   CLI::App* db_check =
       db->add_subcommand("check", "verify perf database files: schema, integrity, counts");

@@ -71,9 +71,23 @@ Shard parse_shard(const std::string& text) {
   std::string from;
   if (text == "auto") {
     if (std::getenv("SLURM_ARRAY_TASK_ID")) {
-      const long min = env_index("SLURM_ARRAY_TASK_MIN", false);
-      index = env_index("SLURM_ARRAY_TASK_ID", true) - std::max(0L, min);
+      const long min = std::max(0L, env_index("SLURM_ARRAY_TASK_MIN", false));
+      const long max = env_index("SLURM_ARRAY_TASK_MAX", false);
+      const long step = env_index("SLURM_ARRAY_TASK_STEP", false);
       count = env_index("SLURM_ARRAY_TASK_COUNT", true);
+      // Shard i is task MIN + i: a stepped or listed array would leave shards untuned.
+      if (step > 1 || (max >= 0 && max - min + 1 != count))
+        throw UsageError(
+            "--shard auto: the Slurm array is not a contiguous range (SLURM_ARRAY_TASK_MIN " +
+            std::to_string(min) + ", _MAX " + std::to_string(max) + ", _STEP " +
+            std::to_string(step) + ", _COUNT " + std::to_string(count) +
+            "), so some shards would never be tuned; submit --array=0-" +
+            std::to_string(count - 1) + " (a % limit is fine)");
+      const long id = env_index("SLURM_ARRAY_TASK_ID", true);
+      if (id < min)
+        throw UsageError("--shard auto: SLURM_ARRAY_TASK_ID " + std::to_string(id) +
+                         " is below SLURM_ARRAY_TASK_MIN " + std::to_string(min));
+      index = id - min;
       from = "SLURM_ARRAY_TASK_ID";
     } else if (std::getenv("JOB_COMPLETION_INDEX")) {
       index = env_index("JOB_COMPLETION_INDEX", true);

@@ -228,6 +228,7 @@ nlohmann::json to_json(const TuneResult& r, double peak) {
 
 nlohmann::json to_json(const PerfDb::Entry& e) {
   return {{"key", e.key},
+          {"name", e.winner.name},
           {"path", to_string(e.path)},
           {"algo", e.winner.algo_id},
           {"config", e.winner.config},

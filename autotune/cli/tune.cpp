@@ -27,7 +27,7 @@ conv::PerfDb open_user(const std::string& path) {
   try {
     return conv::PerfDb::open(path);
   } catch (const conv::Error& e) {
-    if (!std::filesystem::exists(path)) throw;
+    if (!conv::PerfDb::file_exists(path)) throw;
     conv::PerfDb db = conv::PerfDb::open(path, true);
     std::cerr << "autotune: " << e.what()
               << "\nautotune: using it read-only: stored winners are used, what is measured now "
@@ -48,10 +48,24 @@ std::vector<conv::PerfDb> open_system() {
   return dbs;
 }
 
+// Whether this build can run `w` on `p`: a registered algorithm of the device that applies and
+// knows the config (a database from elsewhere may name anything).
+bool runnable(const conv::ConvProblem& p, const conv::PerfWinner& w, conv::Device::Kind kind) {
+  const conv::Algorithm* a = conv::find_algorithm(w.algo_id);
+  if (!a || a->device() != kind || !a->applicable(p).ok) return false;
+  const auto configs = a->configs(p);
+  return std::find(configs.begin(), configs.end(), w.config) != configs.end();
+}
+
 // Why a stored winner does not stand ("" when it does).
-std::string why_not_current(const std::optional<conv::PerfWinner>& one,
+std::string why_not_current(const conv::ConvProblem& p, conv::Device::Kind kind,
+                            const std::optional<conv::PerfWinner>& one,
                             const std::optional<conv::PerfWinner>& packed,
                             const std::vector<conv::PerfCandidate>& stored) {
+  for (const auto* w : {&one, &packed})
+    if (*w && !runnable(p, **w, kind))
+      return "its winner " + (*w)->algo_id + " " + (*w)->config +
+             " is no applicable algorithm and config of this build";
   const auto stale = conv::stale_algorithms(stored);
   if (!stale.empty()) {
     std::string names;
@@ -108,7 +122,7 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
         break;
       }
       if (from) {
-        const std::string why = why_not_current(one, packed, stored);
+        const std::string why = why_not_current(p, device.kind, one, packed, stored);
         if (why.empty()) {
           LayerOutcome o;
           o.problem = p;
@@ -131,7 +145,12 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
     // Without --force, what the user's database already measured (current, clean) is not
     // measured again: only the missing candidates run, and the winner is chosen among all.
     conv::TuneOptions o = options;
-    if (!t.force) o.measured = db.candidates(fingerprint, p.key());
+    if (!t.force) {
+      o.measured = db.candidates(fingerprint, p.key());
+      // Nothing of our own yet: what a system database measured still counts where current.
+      for (size_t k = 0; o.measured.empty() && k < system.size(); ++k)
+        o.measured = system[k].candidates(fingerprint, p.key());
+    }
     auto r = conv::tune(p, o, [&](size_t j, size_t n, const conv::CandidateResult&) {
       if ((j + 1) % 4 == 0 || j + 1 == n) std::cerr << " " << j + 1 << "/" << n << std::flush;
     });

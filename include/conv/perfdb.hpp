@@ -130,6 +130,11 @@ class PerfDb {
   /// this database is read-only or `other_path` is not a readable convtune perf database.
   size_t merge(const std::string& other_path);
 
+  /// merge() of several files in one transaction: all of them or none (every file is opened
+  /// and checked first; one with a malformed date is refused). Returns the rows inserted or
+  /// replaced per file.
+  std::vector<size_t> merge(const std::vector<std::string>& other_paths);
+
   /// Every row, for export and review: winners ordered by fingerprint, key, path; candidates
   /// by fingerprint, key, algo_id, config.
   struct WinnerRow {
@@ -160,6 +165,10 @@ class PerfDb {
   /// The schema version of the open file (older files opened read-only keep theirs).
   int file_schema_version() const { return version_; }
 
+  /// Whether `path` exists, or cannot be checked (an unreadable directory: open() then says
+  /// why). Never throws.
+  static bool file_exists(const std::string& path);
+
   /// Current schema version written by this build.
   static int schema_version();
 
@@ -178,8 +187,9 @@ class PerfDb {
 /// The read-only system perf databases, consulted after the user's (MIOpen's system perf db):
 /// the files named in $CONVTUNE_SYSTEM_PERFDB (':'-separated, empty entries ignored), then the
 /// *.sqlite files in <datadir>/convtune/perfdb/ next to the installed library (e.g.
-/// /usr/local/share/convtune/perfdb/ for /usr/local/lib/libconvtune.so), sorted by name.
-/// Files that do not exist are left out.
+/// /usr/local/share/convtune/perfdb/ for /usr/local/lib/libconvtune.so), sorted by name. The
+/// variable's entries are returned whether they exist or not (opening them reports why not);
+/// ':' cannot be part of a path there.
 std::vector<std::string> system_perfdb_paths();
 
 }  // namespace conv
