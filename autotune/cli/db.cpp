@@ -360,12 +360,16 @@ int run_db_export(const std::string& path, bool as_csv) {
 
 int run_db_import(const std::vector<std::string>& files, const std::string& into) {
   if (into.empty()) throw UsageError("--into: empty path");
-  std::vector<conv::PerfDb::Rows> all;
-  for (const auto& f : files) all.push_back(import_json(f));  // all checked first
+  // Every file is read and checked first; then all rows go in as one transaction.
+  conv::PerfDb::Rows all;
+  for (const auto& f : files) {
+    auto rows = import_json(f);
+    all.winners.insert(all.winners.end(), rows.winners.begin(), rows.winners.end());
+    all.candidates.insert(all.candidates.end(), rows.candidates.begin(), rows.candidates.end());
+  }
   conv::PerfDb dst = conv::PerfDb::open(into);
-  for (size_t i = 0; i < files.size(); ++i)
-    std::cout << files[i] << ": " << dst.import_rows(all[i]) << " row(s) imported into " << into
-              << "\n";
+  std::cout << dst.import_rows(all) << " row(s) of " << files.size() << " file(s) imported into "
+            << into << "\n";
   return 0;
 }
 
