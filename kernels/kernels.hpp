@@ -5,6 +5,7 @@
 
 namespace conv::kernels {
 
+const Algorithm& cpu_depthwise();    // kernels/cpu/depthwise.cpp (+ _avx2, _avx512)
 const Algorithm& cpu_direct();       // kernels/cpu/direct.cpp
 const Algorithm& cpu_im2col_gemm();  // kernels/cpu/im2col_gemm.cpp
 const Algorithm& cpu_onednn();       // kernels/cpu/onednn.cpp

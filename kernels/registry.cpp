@@ -13,6 +13,7 @@ namespace conv {
 
 static const std::vector<const Algorithm*>& table() {
   static const std::vector<const Algorithm*> algorithms = {
+      &kernels::cpu_depthwise(),
       &kernels::cpu_winograd(),
       &kernels::cpu_fft(),
       &kernels::cpu_direct(),

@@ -1,0 +1,209 @@
+// cpu.depthwise: depthwise convolution (groups = C = K) vectorised over channels, as oneDNN's
+// jit_uni_dw_conv does (nChw8c / nChw16c): per image, the NCHW input is copied into a
+// zero-padded channel-blocked layout [C/lanes][Hp][Wp][lanes], every output row of every block
+// is a run of vector FMAs over the R x S taps (four output positions per weight load), and the
+// blocked output is transposed back to NCHW. The copies are part of every call, so the one-shot
+// time is the whole cost. Configs: "c8" (AVX2 8-lane vectors, portable loop without AVX2) and
+// "c16_avx512". Any stride, dilation and padding; N any.
+// Cost: N*C*R*S*OH*OW FMAs, plus one pass over x and y for the layout copies.
+// Workspace: floats for the blocked input (C8*Hp*Wp), output (C8*OH*OW) and weights (C8*R*S),
+// C8 = C rounded up to the lanes, Hp/Wp the padded input size.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "conv/algorithm.hpp"
+#include "depthwise.hpp"
+#include "kernels.hpp"
+
+namespace conv::kernels {
+
+namespace {
+
+using depthwise::Row;
+
+int64_t lanes_of(const std::string& config) {
+  if (config == "c8") return 8;
+  if (config == "c16_avx512") return 16;
+  throw Error("config: cpu.depthwise has \"c8\" and \"c16_avx512\", got \"" + config + "\"");
+}
+
+struct Shape {
+  int64_t L, CB, Hp, Wp, OH, OW;
+  size_t x_floats, y_floats, w_floats;
+};
+
+Shape shape(const ConvProblem& p, const std::string& config) {
+  Shape s;
+  s.L = lanes_of(config);
+  s.CB = (p.C + s.L - 1) / s.L;
+  s.Hp = p.H + p.pad_top + p.pad_bottom;
+  s.Wp = p.W + p.pad_left + p.pad_right;
+  s.OH = p.OH();
+  s.OW = p.OW();
+  s.x_floats = static_cast<size_t>(s.CB * s.Hp * s.Wp * s.L);
+  s.y_floats = static_cast<size_t>(s.CB * s.OH * s.OW * s.L);
+  s.w_floats = static_cast<size_t>(s.CB * (p.R * p.S + 1) * s.L);  // + the bias
+  return s;
+}
+
+size_t round64(size_t floats) {
+  return (floats * sizeof(float) + 63) / 64 * 64;
+}
+
+// The portable row kernel: the same loop order, `lanes` wide.
+void row_portable(const Row& r, int64_t L) {
+  for (int64_t ow = 0; ow < r.OW; ++ow) {
+    float* y = r.y + ow * L;
+    for (int64_t l = 0; l < L; ++l) y[l] = r.bias[l];
+    for (int64_t i = 0; i < r.R; ++i)
+      for (int64_t j = 0; j < r.S; ++j) {
+        const float* w = r.w + (i * r.S + j) * L;
+        const float* x = r.x + i * r.dil_h_rows + (ow * r.stride_w + j * r.dilation_w) * L;
+        for (int64_t l = 0; l < L; ++l) y[l] += w[l] * x[l];
+      }
+  }
+}
+
+class Depthwise final : public Algorithm {
+ public:
+  std::string_view id() const override { return "cpu.depthwise"; }
+  std::string version() const override { return "1"; }
+  Device::Kind device() const override { return Device::Kind::cpu; }
+  NumericClass numeric_class() const override { return NumericClass::exact_order; }
+
+  Applicability applicable(const ConvProblem& p) const override {
+    if (p.dtype != DType::f32) return Applicability::no("dtype: cpu.depthwise runs f32 only");
+    if (p.layout != Layout::NCHW) return Applicability::no("layout: cpu.depthwise runs NCHW only");
+    if (!(p.groups > 1 && p.groups == p.C && p.K == p.C))
+      return Applicability::no("depthwise only: groups = C = K (one filter per channel)");
+    return Applicability::yes();
+  }
+
+  std::vector<std::string> configs(const ConvProblem&) const override {
+    std::vector<std::string> out{"c8"};
+    if (cpu_isa() == CpuIsa::avx512) out.push_back("c16_avx512");
+    return out;
+  }
+
+  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+    const Shape s = shape(p, config);
+    return round64(s.x_floats) + round64(s.y_floats) + round64(s.w_floats);
+  }
+
+  void forward(const ConvProblem& p, const std::string& config,
+               const ForwardArgs& a) const override {
+    const Shape s = shape(p, config);
+    if (s.L == 16 && cpu_isa() != CpuIsa::avx512)
+      throw Error("config: cpu.depthwise c16_avx512 needs AVX-512 (this CPU, or its cap: " +
+                  std::string(to_string(cpu_isa())) + ")");
+    if (!a.x) throw Error("x: cpu.depthwise: null input");
+    if (!a.w) throw Error("w: cpu.depthwise: null weights");
+    if (!a.y) throw Error("y: cpu.depthwise: null output");
+    if (a.workspace_size < workspace_bytes(p, config) || !a.workspace)
+      throw Error("workspace: cpu.depthwise needs " + std::to_string(workspace_bytes(p, config)) +
+                  " bytes, got " + std::to_string(a.workspace_size));
+    char* ws = static_cast<char*>(a.workspace);
+    float* xb = reinterpret_cast<float*>(ws);
+    float* yb = reinterpret_cast<float*>(ws + round64(s.x_floats));
+    float* wb = reinterpret_cast<float*>(ws + round64(s.x_floats) + round64(s.y_floats));
+    const int64_t L = s.L, RS = p.R * p.S, C = p.C, H = p.H, W = p.W;
+    const bool avx2 = cpu_isa() >= CpuIsa::avx2;  // 16 lanes imply AVX-512, hence AVX2
+    const int threads = std::max(1, a.threads);
+
+    // Weights and bias, blocked once per call: [CB][R*S + 1][L], padded channels zero.
+    for (int64_t cb = 0; cb < s.CB; ++cb)
+      for (int64_t t = 0; t <= RS; ++t)
+        for (int64_t l = 0; l < L; ++l) {
+          const int64_t c = cb * L + l;
+          float v = 0;
+          if (c < C) v = t < RS ? a.w[c * RS + t] : (a.bias ? a.bias[c] : 0.0f);
+          wb[(cb * (RS + 1) + t) * L + l] = v;
+        }
+
+    for (int64_t n = 0; n < p.N; ++n) {
+      const float* x = a.x + n * C * H * W;
+      float* y = a.y + n * C * s.OH * s.OW;
+#pragma omp parallel num_threads(threads)
+      {
+        // Input rows into the padded blocked layout (padding rows and columns zero).
+#pragma omp for schedule(static)
+        for (int64_t row = 0; row < s.CB * s.Hp; ++row) {
+          const int64_t cb = row / s.Hp, hp = row % s.Hp, ih = hp - p.pad_top;
+          float* out = xb + row * s.Wp * L;
+          if (ih < 0 || ih >= H) {
+            std::memset(out, 0, sizeof(float) * s.Wp * L);
+            continue;
+          }
+          std::memset(out, 0, sizeof(float) * p.pad_left * L);
+          std::memset(out + (p.pad_left + W) * L, 0, sizeof(float) * p.pad_right * L);
+          if (avx2 && (cb + 1) * L <= C) {  // a full block: 8x8 transposes
+            for (int64_t half = 0; half < L; half += 8) {
+              const float* in[8];
+              for (int64_t l = 0; l < 8; ++l) in[l] = x + ((cb * L + half + l) * H + ih) * W;
+              depthwise::pack8_avx2(in, out + p.pad_left * L + half, W, L);
+            }
+            continue;
+          }
+          for (int64_t l = 0; l < L; ++l) {
+            const int64_t c = cb * L + l;
+            float* o = out + p.pad_left * L + l;
+            if (c >= C) {
+              for (int64_t iw = 0; iw < W; ++iw) o[iw * L] = 0;
+              continue;
+            }
+            const float* in = x + (c * H + ih) * W;
+            for (int64_t iw = 0; iw < W; ++iw) o[iw * L] = in[iw];
+          }
+        }
+        // Every output row of every block.
+#pragma omp for schedule(static)
+        for (int64_t row = 0; row < s.CB * s.OH; ++row) {
+          const int64_t cb = row / s.OH, oh = row % s.OH;
+          Row r;
+          r.x = xb + (cb * s.Hp + oh * p.stride_h) * s.Wp * L;
+          r.w = wb + cb * (RS + 1) * L;
+          r.bias = r.w + RS * L;
+          r.y = yb + row * s.OW * L;
+          r.OW = s.OW, r.R = p.R, r.S = p.S;
+          r.stride_w = p.stride_w, r.dilation_w = p.dilation_w;
+          r.dil_h_rows = p.dilation_h * s.Wp * L;
+          if (L == 16)
+            depthwise::row_avx512(r);
+          else if (avx2)
+            depthwise::row_avx2(r);
+          else
+            row_portable(r, L);
+        }
+        // Back to NCHW: full blocks with 8x8 transposes, a partial last block lane by lane.
+        const int64_t full = avx2 ? C / L : 0;
+#pragma omp for schedule(static)
+        for (int64_t row = 0; row < full * s.OH; ++row) {
+          const int64_t cb = row / s.OH, oh = row % s.OH;
+          for (int64_t half = 0; half < L; half += 8) {
+            float* out[8];
+            for (int64_t l = 0; l < 8; ++l) out[l] = y + ((cb * L + half + l) * s.OH + oh) * s.OW;
+            depthwise::unpack8_avx2(yb + row * s.OW * L + half, L, out, s.OW);
+          }
+        }
+#pragma omp for schedule(static)
+        for (int64_t plane = full * L * s.OH; plane < C * s.OH; ++plane) {
+          const int64_t c = plane / s.OH, oh = plane % s.OH, cb = c / L, l = c % L;
+          const float* in = yb + ((cb * s.OH + oh) * s.OW) * L + l;
+          float* out = y + plane * s.OW;
+          for (int64_t ow = 0; ow < s.OW; ++ow) out[ow] = in[ow * L];
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+const Algorithm& cpu_depthwise() {
+  static const Depthwise algo;
+  return algo;
+}
+
+}  // namespace conv::kernels
