@@ -423,6 +423,24 @@ std::vector<std::string> stale_algorithms(const std::vector<PerfCandidate>& stor
   return stale;
 }
 
+std::string why_stored_winner_stale(const ConvProblem& p, Device::Kind kind, const PerfWinner& w,
+                                    const std::vector<PerfCandidate>& stored) {
+  const Algorithm* a = find_algorithm(w.algo_id);
+  bool runnable = a && a->device() == kind && a->applicable(p).ok;
+  if (runnable) {
+    const auto configs = a->configs(p);
+    runnable = std::find(configs.begin(), configs.end(), w.config) != configs.end();
+  }
+  if (!runnable)
+    return "its winner " + w.algo_id + " " + w.config +
+           " is no applicable algorithm and config of this build";
+  const auto stale = stale_algorithms(stored);
+  if (stale.empty()) return "";
+  std::string names;
+  for (const auto& s : stale) names += (names.empty() ? "" : ", ") + s;
+  return "measured with another version of " + names;
+}
+
 void store_result(PerfDb& db, const TuneResult& r) {
   auto winner = [&](int i, bool packed) -> std::optional<PerfWinner> {
     if (i < 0) return std::nullopt;

@@ -188,6 +188,33 @@ PerfWinner winner_from(const Stmt& s, int col) {
   return w;
 }
 
+// Columns: algo, config, status, median_ms, min_ms, max_ms, packed_median_ms, max_error,
+// workspace_bytes, message, date, version (not kept here), then candidate_added_columns().
+std::string candidate_columns(int version) {
+  return "algo, config, status, median_ms, min_ms, max_ms, packed_median_ms, max_error, "
+         "workspace_bytes, message, date, version, " +
+         candidate_added_columns(version);
+}
+
+PerfCandidate candidate_from(const Stmt& s, int col) {
+  PerfCandidate r;
+  r.algo_id = s.text(col);
+  r.config = s.text(col + 1);
+  r.status = s.text(col + 2);
+  r.median_ms = s.real_opt(col + 3);
+  r.min_ms = s.real_opt(col + 4);
+  r.max_ms = s.real_opt(col + 5);
+  r.packed_median_ms = s.real_opt(col + 6);
+  r.max_error = s.real_opt(col + 7);
+  r.workspace_bytes = s.real(col + 8);
+  r.message = s.text(col + 9);
+  r.date = s.text(col + 10);
+  r.packed_min_ms = s.real_opt(col + 12);
+  r.quality = quality_from(s, col + 13);
+  r.algo_version = s.text(col + 17);
+  return r;
+}
+
 }  // namespace
 
 const char* to_string(ExecPath p) {
@@ -411,32 +438,12 @@ std::vector<PerfCandidate> PerfDb::candidates(const std::string& fingerprint,
   sqlite3* c = conn();
   return with_retry(c, path_, [&] {
     std::vector<PerfCandidate> out;
-    const std::string sql =
-        "SELECT algo, config, status, median_ms, min_ms, max_ms, packed_median_ms, max_error, "
-        "workspace_bytes, message, date, " +
-        candidate_added_columns(version_) +
-        " FROM candidates WHERE fingerprint = ?1 AND key = ?2 "
-        "ORDER BY min_ms IS NULL, min_ms, algo, config";
+    const std::string sql = "SELECT " + candidate_columns(version_) +
+                            " FROM candidates WHERE fingerprint = ?1 AND key = ?2 "
+                            "ORDER BY min_ms IS NULL, min_ms, algo, config";
     Stmt s(c, path_, sql.c_str());
     s.bind(1, fingerprint).bind(2, key);
-    while (s.step()) {
-      PerfCandidate r;
-      r.algo_id = s.text(0);
-      r.config = s.text(1);
-      r.status = s.text(2);
-      r.median_ms = s.real_opt(3);
-      r.min_ms = s.real_opt(4);
-      r.max_ms = s.real_opt(5);
-      r.packed_median_ms = s.real_opt(6);
-      r.max_error = s.real_opt(7);
-      r.workspace_bytes = s.real(8);
-      r.message = s.text(9);
-      r.date = s.text(10);
-      r.packed_min_ms = s.real_opt(11);
-      r.quality = quality_from(s, 12);
-      r.algo_version = s.text(16);
-      out.push_back(std::move(r));
-    }
+    while (s.step()) out.push_back(candidate_from(s, 0));
     return out;
   });
 }
@@ -472,11 +479,8 @@ std::string winners_select(int version) {
          winner_added_columns(version) + " FROM winners ORDER BY fingerprint, key, path";
 }
 std::string candidates_select(int version) {
-  return "SELECT fingerprint, key, algo, config, status, median_ms, min_ms, max_ms, "
-         "packed_median_ms, max_error, workspace_bytes, message, date, version, " +
-         candidate_added_columns(version) +
-         " FROM candidates ORDER BY fingerprint, key, algo, "
-         "config";
+  return "SELECT fingerprint, key, " + candidate_columns(version) +
+         " FROM candidates ORDER BY fingerprint, key, algo, config";
 }
 
 size_t PerfDb::merge(const std::string& other_path) {
@@ -545,14 +549,7 @@ PerfDb::Rows PerfDb::rows() const {
         r.fingerprint = s.text(0);
         r.key = s.text(1);
         r.path = s.text(2) == "packed" ? ExecPath::packed : ExecPath::oneshot;
-        r.winner.algo_id = s.text(3);
-        r.winner.config = s.text(4);
-        r.winner.median_ms = s.real(5);
-        r.winner.date = s.text(6);
-        r.winner.version = s.text(7);
-        r.winner.min_ms = s.real_opt(8);
-        r.winner.quality = quality_from(s, 9);
-        r.winner.name = s.text(13);
+        r.winner = winner_from(s, 3);
         out.winners.push_back(std::move(r));
       }
     }
@@ -561,22 +558,8 @@ PerfDb::Rows PerfDb::rows() const {
       CandidateRow r;
       r.fingerprint = s.text(0);
       r.key = s.text(1);
-      PerfCandidate& m = r.candidate;
-      m.algo_id = s.text(2);
-      m.config = s.text(3);
-      m.status = s.text(4);
-      m.median_ms = s.real_opt(5);
-      m.min_ms = s.real_opt(6);
-      m.max_ms = s.real_opt(7);
-      m.packed_median_ms = s.real_opt(8);
-      m.max_error = s.real_opt(9);
-      m.workspace_bytes = s.real(10);
-      m.message = s.text(11);
-      m.date = s.text(12);
+      r.candidate = candidate_from(s, 2);
       r.version = s.text(13);
-      m.packed_min_ms = s.real_opt(14);
-      m.quality = quality_from(s, 15);
-      m.algo_version = s.text(19);
       out.candidates.push_back(std::move(r));
     }
     return out;

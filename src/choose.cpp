@@ -178,7 +178,8 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
     const auto w = db.lookup(fingerprint, pkey, path);
     if (!w) continue;
     const auto stored = db.candidates(fingerprint, pkey);
-    if (!stale_algorithms(stored).empty()) continue;  // an algorithm changed since: measure again
+    // A winner this build cannot run, or chosen among out-of-date measurements: measure again.
+    if (!why_stored_winner_stale(p, o.device.kind, *w, stored).empty()) continue;
     found = usable(p, w->algo_id, w->config, o.device.kind, o.workspace_limit, &choice);
     // The stored winner may not fit this call's workspace limit: a stored winner means every
     // candidate was measured, so the fastest stored one that fits is this limit's winner

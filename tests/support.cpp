@@ -1,13 +1,17 @@
 #include "support.hpp"
 
 #include <omp.h>
+#include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 
 #include "buffer.hpp"
@@ -286,6 +290,34 @@ std::string describe(const conv::ConvProblem& p, const conv::Algorithm& algo,
     << r.max_error << " (bound " << r.bound << "; per-output relative " << r.max_rel_error << "), "
     << r.nonfinite << " non-finite outputs; worst " << r.where;
   return s.str();
+}
+
+ScopedEnv::ScopedEnv(const char* n, const std::string& value) : name(n) {
+  ::setenv(n, value.c_str(), 1);
+}
+ScopedEnv::~ScopedEnv() {
+  ::unsetenv(name.c_str());
+}
+
+CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen failed: " + command);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+conv::TuneOptions quick_tune() {
+  conv::TuneOptions t;
+  t.min_rounds = 1;
+  t.max_rounds = 1;
+  t.batch_ms = 0;
+  t.threads = 2;
+  return t;
 }
 
 }  // namespace convtest

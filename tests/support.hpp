@@ -9,6 +9,7 @@
 
 #include "conv/algorithm.hpp"
 #include "conv/problem.hpp"
+#include "conv/tuner.hpp"
 
 namespace convtest {
 
@@ -110,5 +111,25 @@ CheckResult check_against_reference(const conv::Algorithm& algo, const conv::Con
 /// Catch2 description of a failed check: problem descriptor, algorithm, config, error, bound.
 std::string describe(const conv::ConvProblem& p, const conv::Algorithm& algo,
                      const std::string& config, const CheckResult& r);
+
+/// An environment variable set for one scope (unset at its end).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const std::string& value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
+
+/// A shell command's exit code and its stdout and stderr together.
+struct CommandResult {
+  int code = -1;
+  std::string out;
+};
+CommandResult run_command(const std::string& command);
+
+/// The quickest tune that still measures every candidate: one round, one run, 2 threads (what
+/// is stored or re-measured is under test, not the times).
+conv::TuneOptions quick_tune();
 
 }  // namespace convtest

@@ -35,12 +35,7 @@ struct TempDb {
   }
 };
 
-// Environment variable set for one scope.
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name.c_str()); }
-};
+using convtest::ScopedEnv;
 
 conv::ConvProblem small_problem() {
   return conv::parse_descriptor("mb2ic5ih13iw11oc7kh3kw3sh1sw1ph1pw1n\"small\"");
@@ -302,14 +297,7 @@ TEST_CASE("Plan::create chooses on the packed path and runs correctly") {
 // Trustworthy tuning, part 2: a measurement of a subset never becomes the stored winner.
 namespace {
 
-conv::TuneOptions quick_tune() {
-  conv::TuneOptions t;
-  t.min_rounds = 1;
-  t.max_rounds = 1;
-  t.batch_ms = 0;
-  t.threads = 2;
-  return t;
-}
+using convtest::quick_tune;
 
 // The fastest "ok" candidate of a tune result by the one-shot estimate.
 const conv::CandidateResult& fastest(const conv::TuneResult& r) {

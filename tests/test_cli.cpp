@@ -17,22 +17,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
+using Run = convtest::CommandResult;
 
 Run autotune(const std::string& args) {
-  const std::string cmd = std::string("'") + CONVTUNE_AUTOTUNE_EXE + "' " + args + " 2>&1";
-  Run r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return convtest::run_command(std::string("'") + CONVTUNE_AUTOTUNE_EXE + "' " + args);
 }
 
 struct TempDir {

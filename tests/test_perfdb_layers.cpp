@@ -45,28 +45,12 @@ struct TempDir {
   std::string file(const std::string& name) const { return (dir / name).string(); }
 };
 
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char* n, const std::string& value) : name(n) { ::setenv(n, value.c_str(), 1); }
-  ~ScopedEnv() { ::unsetenv(name.c_str()); }
-};
+using convtest::quick_tune;
+using convtest::ScopedEnv;
+using Run = convtest::CommandResult;
 
-struct Run {
-  int code = -1;
-  std::string out;
-};
-
-// Runs a shell command line, stdout and stderr together.
 Run shell(const std::string& cmd) {
-  Run r;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return convtest::run_command(cmd);
 }
 
 std::string autotune() {
@@ -124,15 +108,6 @@ void sql(const std::string& path, const std::string& statement) {
   sqlite3_close(db);
   INFO(statement << ": " << msg);
   REQUIRE(rc == SQLITE_OK);
-}
-
-conv::TuneOptions quick_tune() {
-  conv::TuneOptions t;
-  t.min_rounds = 1;
-  t.max_rounds = 1;
-  t.batch_ms = 0;
-  t.threads = 2;
-  return t;
 }
 
 void tune_into(const std::string& db_path, const conv::ConvProblem& p) {

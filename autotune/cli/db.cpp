@@ -22,13 +22,6 @@ Json number(double v) {
   return v >= 0 ? Json(v) : Json(nullptr);
 }
 
-Json quality_json(const conv::MeasureQuality& q) {
-  return {{"rounds", q.rounds},
-          {"clean_rounds", q.clean_rounds},
-          {"spread", number(q.spread)},
-          {"noisy", q.noisy}};
-}
-
 Json export_json(const conv::PerfDb& db) {
   const auto rows = db.rows();
   Json j = {{"format", "convtune perfdb export"},
@@ -46,7 +39,7 @@ Json export_json(const conv::PerfDb& db) {
                             {"config", w.config},
                             {"median_ms", w.median_ms},
                             {"min_ms", number(w.min_ms)},
-                            {"quality", quality_json(w.quality)},
+                            {"quality", to_json(w.quality)},
                             {"date", w.date},
                             {"version", w.version}});
   }
@@ -66,7 +59,7 @@ Json export_json(const conv::PerfDb& db) {
                                {"max_error", number(c.max_error)},
                                {"workspace_bytes", c.workspace_bytes},
                                {"message", c.message},
-                               {"quality", quality_json(c.quality)},
+                               {"quality", to_json(c.quality)},
                                {"date", c.date},
                                {"version", r.version}});
   }

@@ -66,7 +66,7 @@ std::string quality_text(const MeasureQuality& q, bool winner) {
 nlohmann::json to_json(const MeasureQuality& q) {
   return {{"rounds", q.rounds},
           {"clean_rounds", q.clean_rounds},
-          {"spread", q.spread},
+          {"spread", q.spread >= 0 ? nlohmann::json(q.spread) : nlohmann::json(nullptr)},
           {"noisy", q.noisy}};
 }
 

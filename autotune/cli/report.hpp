@@ -29,6 +29,7 @@ struct LayerOutcome {
 /// when unknown (stored before perfdb schema 2). A noisy quality with clean rounds is a
 /// candidate whose Plan path was noisy, or a winner a noisy candidate might have beaten.
 std::string quality_text(const MeasureQuality& q, bool winner = false);
+/// {rounds, clean_rounds, spread (null when unknown), noisy}; also the export format's.
 nlohmann::json to_json(const MeasureQuality& q);
 
 /// The vendor baseline measured in the same run: cpu.onednn on the CPU, the fastest cuDNN

@@ -48,30 +48,14 @@ std::vector<conv::PerfDb> open_system() {
   return dbs;
 }
 
-// Whether this build can run `w` on `p`: a registered algorithm of the device that applies and
-// knows the config (a database from elsewhere may name anything).
-bool runnable(const conv::ConvProblem& p, const conv::PerfWinner& w, conv::Device::Kind kind) {
-  const conv::Algorithm* a = conv::find_algorithm(w.algo_id);
-  if (!a || a->device() != kind || !a->applicable(p).ok) return false;
-  const auto configs = a->configs(p);
-  return std::find(configs.begin(), configs.end(), w.config) != configs.end();
-}
-
-// Why a stored winner does not stand ("" when it does).
 std::string why_not_current(const conv::ConvProblem& p, conv::Device::Kind kind,
                             const std::optional<conv::PerfWinner>& one,
                             const std::optional<conv::PerfWinner>& packed,
                             const std::vector<conv::PerfCandidate>& stored) {
   for (const auto* w : {&one, &packed})
-    if (*w && !runnable(p, **w, kind))
-      return "its winner " + (*w)->algo_id + " " + (*w)->config +
-             " is no applicable algorithm and config of this build";
-  const auto stale = conv::stale_algorithms(stored);
-  if (!stale.empty()) {
-    std::string names;
-    for (const auto& s : stale) names += (names.empty() ? "" : ", ") + s;
-    return "measured with another version of " + names;
-  }
+    if (*w)
+      if (std::string why = conv::why_stored_winner_stale(p, kind, **w, stored); !why.empty())
+        return why;
   if (one && one->quality.noisy) return "the one-shot winner was measured under load (noisy)";
   if (packed && packed->quality.noisy) return "the Plan winner was measured under load (noisy)";
   return "";

@@ -154,6 +154,13 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& options = {},
 /// these measurements in TuneOptions::measured measures exactly those algorithms again.
 std::vector<std::string> stale_algorithms(const std::vector<PerfCandidate>& stored);
 
+/// Why a winner stored for `p` on a device of `kind` no longer stands ("" when it does): it is
+/// no applicable algorithm and config of this build (a database from elsewhere may name
+/// anything), or `stored` (its problem's candidates) holds measurements of another version
+/// (stale_algorithms). Shared by best_forward and `autotune tune`.
+std::string why_stored_winner_stale(const ConvProblem& p, Device::Kind kind, const PerfWinner& w,
+                                    const std::vector<PerfCandidate>& stored);
+
 /// Stores a tune result in `db`: the candidates measured in this run, and the winners only when
 /// the result is complete (a subset never becomes or replaces the stored winner).
 void store_result(PerfDb& db, const TuneResult& r);

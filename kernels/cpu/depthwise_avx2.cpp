@@ -2,43 +2,21 @@
 #include <immintrin.h>
 
 #include "depthwise.hpp"
+#include "depthwise_row.hpp"
 #include "transpose_avx2.hpp"
 
 namespace conv::kernels::depthwise {
 
+struct Avx2Vec {
+  using type = __m256;
+  static constexpr int64_t lanes = 8;
+  static type loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static void storeu(float* p, type v) { _mm256_storeu_ps(p, v); }
+  static type fmadd(type a, type b, type c) { return _mm256_fmadd_ps(a, b, c); }
+};
+
 void row_avx2(const Row& r) {
-  constexpr int64_t L = 8;
-  const __m256 b = _mm256_loadu_ps(r.bias);
-  const int64_t sw = r.stride_w * L, dw = r.dilation_w * L;
-  int64_t ow = 0;
-  // Four output positions at a time share each weight vector.
-  for (; ow + 4 <= r.OW; ow += 4) {
-    __m256 a0 = b, a1 = b, a2 = b, a3 = b;
-    for (int64_t i = 0; i < r.R; ++i) {
-      const float* xr = r.x + i * r.dil_h_rows + ow * sw;
-      const float* wr = r.w + i * r.S * L;
-      for (int64_t j = 0; j < r.S; ++j) {
-        const __m256 w = _mm256_loadu_ps(wr + j * L);
-        const float* xp = xr + j * dw;
-        a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp), a0);
-        a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp + sw), a1);
-        a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp + 2 * sw), a2);
-        a3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp + 3 * sw), a3);
-      }
-    }
-    _mm256_storeu_ps(r.y + ow * L, a0);
-    _mm256_storeu_ps(r.y + (ow + 1) * L, a1);
-    _mm256_storeu_ps(r.y + (ow + 2) * L, a2);
-    _mm256_storeu_ps(r.y + (ow + 3) * L, a3);
-  }
-  for (; ow < r.OW; ++ow) {
-    __m256 a = b;
-    for (int64_t i = 0; i < r.R; ++i)
-      for (int64_t j = 0; j < r.S; ++j)
-        a = _mm256_fmadd_ps(_mm256_loadu_ps(r.w + (i * r.S + j) * L),
-                            _mm256_loadu_ps(r.x + i * r.dil_h_rows + ow * sw + j * dw), a);
-    _mm256_storeu_ps(r.y + ow * L, a);
-  }
+  row<Avx2Vec>(r);
 }
 
 void pack8_avx2(const float* const in[8], float* out, int64_t W, int64_t stride) {
