@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(cmake g++ make libblis-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
-          libsqlite3-dev catch2 libcli11-dev nlohmann-json3-dev libcpu-features-dev)
+          libsqlite3-dev catch2 libcli11-dev nlohmann-json3-dev libcpu-features-dev
+          libonnx-dev libprotobuf-dev protobuf-compiler)
 
 probe_dir="$(mktemp -d)"
 probe_log="$(mktemp)"

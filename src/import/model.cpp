@@ -1,0 +1,78 @@
+// conv::import_model: format detection and dispatch; the importers are onnx.cpp and caffe.cpp.
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+
+#include "conv/model.hpp"
+#include "importers.hpp"
+
+namespace conv {
+
+namespace import {
+
+void Source::fail(const std::string& what) const {
+  throw Error("model \"" + path + "\": " + what);
+}
+
+ConvProblem checked(const Source& src, const std::string& where, ConvProblem p) {
+  p.name = src.net + ":" + where;
+  try {
+    p.validate();
+  } catch (const Error& e) {
+    src.fail(where + ": " + e.what());
+  }
+  return p;
+}
+
+}  // namespace import
+
+std::pair<std::string, std::vector<int64_t>> parse_input_shape(std::string_view text) {
+  const std::string quoted = "--input \"" + std::string(text) + "\": ";
+  const size_t eq = text.rfind('=');
+  if (eq == std::string_view::npos)
+    throw Error(quoted + "expected NAME=DIMS, e.g. data=1x3x224x224");
+  if (eq == 0) throw Error(quoted + "empty input name");
+  std::vector<int64_t> dims;
+  std::string_view rest = text.substr(eq + 1);
+  while (true) {
+    const size_t x = rest.find('x');
+    const std::string_view d = rest.substr(0, x);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), v);
+    if (d.empty() || ec != std::errc() || end != d.data() + d.size() || v < 1 ||
+        v > (int64_t{1} << 31))
+      throw Error(quoted + "dimension \"" + std::string(d) +
+                  "\": expected an integer in [1, 2^31]");
+    dims.push_back(v);
+    if (x == std::string_view::npos) break;
+    rest = rest.substr(x + 1);
+  }
+  return {std::string(text.substr(0, eq)), dims};
+}
+
+ModelFormat model_format(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error("model \"" + path + "\": is a directory, not a model file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("model \"" + path + "\": cannot open for reading");
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".onnx") return ModelFormat::onnx;
+  if (ext == ".prototxt" || ext == ".pbtxt") return ModelFormat::caffe_prototxt;
+  char buf[512];
+  in.read(buf, sizeof buf);
+  for (std::streamsize i = 0; i < in.gcount(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(buf[i]);
+    if (c < 0x09 || (c > 0x0d && c < 0x20)) return ModelFormat::onnx;  // binary protobuf
+  }
+  return ModelFormat::caffe_prototxt;
+}
+
+std::vector<ConvProblem> import_model(const std::string& path, const InputShapes& inputs) {
+  const ModelFormat format = model_format(path);
+  const import::Source src{path, std::filesystem::path(path).stem().string()};
+  return format == ModelFormat::onnx ? import::import_onnx(src, inputs)
+                                     : import::import_caffe_prototxt(src, inputs);
+}
+
+}  // namespace conv

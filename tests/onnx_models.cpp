@@ -1,0 +1,1 @@
+// Placeholder: ONNX model builders for the tests.
