@@ -35,3 +35,21 @@ if ! configures; then
   fi
 fi
 echo "setup: all dependencies are installed (CMake configures)"
+
+# The Python package (pip install ./, scripts/test.sh) needs pip and the Python headers.
+python_ready() {
+  python3 -m pip --version >/dev/null 2>&1 &&
+    python3 -c 'import os, sysconfig, sys
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+      >/dev/null 2>&1
+}
+if ! python_ready; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing python3-pip python3-dev"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    python3 python3-pip python3-dev >/dev/null
+  python_ready || { echo "setup: python3 -m pip or Python.h still missing" >&2; exit 1; }
+fi
+echo "setup: python3 has pip and its headers"

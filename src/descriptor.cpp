@@ -1,8 +1,7 @@
-// Text forms of a ConvProblem: oneDNN benchdnn convolution descriptors (parse, print, batch files)
-// and MIOpenDriver conv flags. The descriptor rules follow benchdnn's str2desc() and
-// sanitize_desc() (oneDNN tests/benchdnn/conv/conv_aux.cpp, tests/benchdnn/common.cpp), batch
-// files follow benchdnn's batch(); the MIOpen flags and defaults follow MIOpenDriver's
-// ConvDriver::AddCmdLineArgs() (MIOpen driver/conv_driver.hpp) and InputFlags::Parse().
+// Text forms of a ConvProblem: oneDNN benchdnn convolution descriptors (parse, print, batch
+// files). The descriptor rules follow benchdnn's str2desc() and sanitize_desc() (oneDNN
+// tests/benchdnn/conv/conv_aux.cpp, tests/benchdnn/common.cpp), batch files follow benchdnn's
+// batch(). MIOpenDriver command lines are miopen_flags.cpp.
 // Everything here is linear in the length of the text.
 #include <algorithm>
 #include <cctype>
@@ -228,28 +227,16 @@ Resolved resolve(const DescriptorParser& parser, const Dim& dim, const DimNames&
   return r;
 }
 
-// Each ConvProblem field with its descriptor token and MIOpenDriver flag, to point validate()
-// errors (which name the field) at the text the user wrote.
+// Each ConvProblem field with its descriptor token, to point validate() errors (which name the
+// field) at the text the user wrote.
 struct FieldName {
-  const char *field, *token, *flag;
+  const char *field, *token;
 };
 constexpr FieldName kFieldNames[] = {
-    {"N", "mb", "-n/--batchsize"},
-    {"C", "ic", "-c/--in_channels"},
-    {"H", "ih", "-H/--in_h"},
-    {"W", "iw", "-W/--in_w"},
-    {"K", "oc", "-k/--out_channels"},
-    {"R", "kh", "-y/--fil_h"},
-    {"S", "kw", "-x/--fil_w"},
-    {"stride_h", "sh", "-u/--conv_stride_h"},
-    {"stride_w", "sw", "-v/--conv_stride_w"},
-    {"pad_top", "ph", "-p/--pad_h"},
-    {"pad_left", "pw", "-q/--pad_w"},
-    {"pad_bottom", "oh", "-p/--pad_h"},
-    {"pad_right", "ow", "-q/--pad_w"},
-    {"dilation_h", "dh", "-l/--dilation_h"},
-    {"dilation_w", "dw", "-j/--dilation_w"},
-    {"groups", "g", "-g/--group_count"},
+    {"N", "mb"},         {"C", "ic"},          {"H", "ih"},          {"W", "iw"},
+    {"K", "oc"},         {"R", "kh"},          {"S", "kw"},          {"stride_h", "sh"},
+    {"stride_w", "sw"},  {"pad_top", "ph"},    {"pad_left", "pw"},   {"pad_bottom", "oh"},
+    {"pad_right", "ow"}, {"dilation_h", "dh"}, {"dilation_w", "dw"}, {"groups", "g"},
 };
 
 const FieldName* field_of_error(const std::string& message) {
@@ -459,88 +446,6 @@ std::vector<ConvProblem> read_batch_file(const std::string& path) {
   std::vector<ConvProblem> out;
   read_batch(path, st, out);
   return out;
-}
-
-// ---- MIOpenDriver flags --------------------------------------------------------------------
-
-ConvProblem parse_miopen_flags(const std::vector<std::string>& args) {
-  struct Flag {
-    char short_name;
-    const char* long_name;
-    int64_t value;
-    int64_t ConvProblem::*field;  // nullptr: a run-control flag, value checked then ignored
-  };
-  // Problem flags with MIOpenDriver's defaults, then the run-control flags it accepts that do
-  // not change the forward convolution.
-  Flag flags[] = {
-      {'n', "batchsize", 100, &ConvProblem::N},
-      {'c', "in_channels", 3, &ConvProblem::C},
-      {'H', "in_h", 32, &ConvProblem::H},
-      {'W', "in_w", 32, &ConvProblem::W},
-      {'k', "out_channels", 32, &ConvProblem::K},
-      {'y', "fil_h", 3, &ConvProblem::R},
-      {'x', "fil_w", 3, &ConvProblem::S},
-      {'p', "pad_h", 0, &ConvProblem::pad_top},
-      {'q', "pad_w", 0, &ConvProblem::pad_left},
-      {'u', "conv_stride_h", 1, &ConvProblem::stride_h},
-      {'v', "conv_stride_w", 1, &ConvProblem::stride_w},
-      {'l', "dilation_h", 1, &ConvProblem::dilation_h},
-      {'j', "dilation_w", 1, &ConvProblem::dilation_w},
-      {'g', "group_count", 1, &ConvProblem::groups},
-      {'F', "forw", 0, nullptr},
-      {'b', "bias", 0, nullptr},
-      {'i', "iter", 10, nullptr},
-      {'t', "time", 0, nullptr},
-      {'V', "verify", 1, nullptr},
-      {'w', "wall", 0, nullptr},
-      {'s', "search", 0, nullptr},
-      {'P', "printconv", 1, nullptr},
-  };
-  size_t i = 0;
-  if (!args.empty() && args[0] == "conv") i = 1;  // MIOpenDriver's sub-command (fp32)
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    Flag* f = nullptr;
-    std::optional<std::string> inline_value;
-    if (a.size() == 2 && a[0] == '-' && a[1] != '-') {
-      for (Flag& fl : flags)
-        if (fl.short_name == a[1]) f = &fl;
-    } else if (a.rfind("--", 0) == 0) {
-      std::string name = a.substr(2);
-      const size_t eq = name.find('=');
-      if (eq != std::string::npos) {
-        inline_value = name.substr(eq + 1);
-        name.resize(eq);
-      }
-      for (Flag& fl : flags)
-        if (name == fl.long_name) f = &fl;
-    }
-    if (!f)
-      throw Error("MIOpen flag " + quoted(a) +
-                  ": unknown flag (problem flags: -n -c -H -W -k -y -x -p -q -u -v -l -j -g)");
-    const std::string flag = std::string("-") + f->short_name + "/--" + f->long_name;
-    if (!inline_value && i + 1 >= args.size())
-      throw Error("MIOpen flag " + flag + ": missing value");
-    const std::string v = inline_value ? *inline_value : args[++i];
-    const std::optional<int64_t> n = parse_size(v);
-    if (!n)
-      throw Error("MIOpen flag " + flag + ": expected an integer in [0, 2^31], got " + quoted(v));
-    f->value = *n;
-  }
-  ConvProblem p;
-  for (const Flag& f : flags)
-    if (f.field) p.*(f.field) = f.value;
-  p.pad_bottom = p.pad_top;
-  p.pad_right = p.pad_left;
-  // MIOpenDriver treats group_count 0 as 1 (std::max(group_count, 1)).
-  if (p.groups == 0) p.groups = 1;
-  try {
-    p.validate();
-  } catch (const Error& e) {
-    const FieldName* f = field_of_error(e.what());
-    throw Error("MIOpen flag " + std::string(f ? f->flag : "(problem)") + ": " + e.what());
-  }
-  return p;
 }
 
 }  // namespace conv

@@ -86,6 +86,10 @@ void ConvProblem::validate() const {
         "padded width is smaller than the dilated kernel width " +
             std::to_string(extent(S, dilation_w)) + ", so OW < 1",
         W);
+  // key() and to_descriptor() write OH and OW, and the descriptor grammar reads numbers up to
+  // 2^31 only: a larger output would print a key that no parser reads back.
+  if (OH() > kMax) bad("H", "output height OH = " + std::to_string(OH()) + " must be <= 2^31", H);
+  if (OW() > kMax) bad("W", "output width OW = " + std::to_string(OW()) + " must be <= 2^31", W);
   // Byte sizes (4 bytes per fp32 element) must fit in 64 bits; the message blames the batch
   // (or K for w) and lists every factor, since any of them may be the one that is too large.
   auto check_bytes = [](const char* field, const char* what,

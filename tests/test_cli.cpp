@@ -83,6 +83,36 @@ TEST_CASE("autotune explain lists every algorithm with times, errors and the win
   CHECK_THAT(m.out, Catch::Contains("g1mb1ic1ih20iw20oc4oh20ow20kh3kw3"));
 }
 
+TEST_CASE(
+    "autotune reads MIOpenDriver command lines as pasted, and lists problems as descriptors") {
+  // The issue's line, with the driver's sub-command and run-control flags.
+  auto e = autotune(
+      "explain conv -n 1 -c 1 -H 24 -W 24 -k 1 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -F 1 -V 1 "
+      "-i 1 -t 1" +
+      quick);
+  INFO(e.out);
+  REQUIRE(e.code == 0);
+  CHECK_THAT(e.out, Catch::Contains("g1mb1ic1ih24iw24oc1oh24ow24kh3kw3"));
+  auto l = autotune(
+      "layers conv --batchsize 1 --in_channels 3 --in_h 227 --in_w 227 --out_channels 96 "
+      "--fil_h 11 --fil_w 11 --conv_stride_h 4 --conv_stride_w 4 --forw 1 --time 1");
+  INFO(l.out);
+  REQUIRE(l.code == 0);
+  CHECK_THAT(l.out, Catch::Contains("\nmb1ic3ih227oc96kh11sh4\n"));
+  auto back = autotune("layers mb1ic3ih227oc96kh11sh4 'g2mb1ic96ih27oc256kh5ph2n\"conv2\"'");
+  REQUIRE(back.code == 0);
+  CHECK_THAT(back.out, Catch::Contains("2 convolution(s), 2 distinct"));
+  CHECK_THAT(back.out, Catch::Contains("g2mb1ic96ih27oc256kh5ph2n\"conv2\""));
+  auto bwd = autotune("explain conv -n 1 -F 2" + quick);
+  CHECK(bwd.code == 2);
+  CHECK_THAT(bwd.out, Catch::Contains("forward only"));
+  auto half = autotune("tune convfp16 -n 1 --db /tmp/convtune-unused.sqlite");
+  CHECK(half.code == 2);
+  CHECK_THAT(half.out, Catch::Contains("fp32"));
+  auto on_show = autotune("show -n 1");
+  CHECK(on_show.code == 2);
+}
+
 TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
   auto none = autotune("");
   CHECK(none.code == 2);

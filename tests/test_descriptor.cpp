@@ -574,8 +574,8 @@ TEST_CASE("parse_miopen_flags: every flag, short and long") {
 }
 
 TEST_CASE("parse_miopen_flags errors name the flag") {
-  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-n 1 -Z 3")),
-                    Contains("\"-Z\"") && Contains("unknown flag"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-n 1 -K 3")),
+                    Contains("\"-K\"") && Contains("unknown flag"));
   CHECK_THROWS_WITH(conv::parse_miopen_flags(split("--batch 3")),
                     Contains("\"--batch\"") && Contains("unknown flag"));
   CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-n 1 7")), Contains("\"7\""));
@@ -602,4 +602,108 @@ TEST_CASE("parse_miopen_flags errors name the flag") {
                     Contains("-j/--dilation_w") && Contains("ConvProblem.dilation_w"));
   CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-H 2 -y 5")),
                     Contains("-H/--in_h") && Contains("ConvProblem.H"));
+}
+
+TEST_CASE("parse_miopen_flags: whole MIOpenDriver conv command lines as pasted from logs") {
+  // The line: run-control flags are checked and ignored.
+  const ConvProblem a = conv::parse_miopen_flags(
+      split("conv -n 1 -c 1 -H 24 -W 24 -k 1 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -F 1 -V 1 "
+            "-i 1 -t 1"));
+  CHECK(a == parse_descriptor("mb1ic1ih24oc1kh3ph1"));
+  // Long forms of every flag MIOpenDriver has, incl. 3-D and transpose-only sizes (ignored for
+  // 2-D), layouts, file names and the solution id.
+  const ConvProblem b = conv::parse_miopen_flags(split(
+      "conv --spatial_dim 2 --forw 1 --batchsize 2 --in_channels 8 --in_d 5 --in_h 14 --in_w 15 "
+      "--out_channels 16 --fil_d 3 --fil_h 3 --fil_w 1 --conv_stride_d 2 --conv_stride_h 2 "
+      "--conv_stride_w 1 --pad_d 1 --pad_h 1 --pad_w 0 --pad_val 0 --trans_output_pad_d 0 "
+      "--trans_output_pad_h 0 --trans_output_pad_w 0 --iter 10 --verify 1 --verification_cache "
+      "/tmp/v --time 1 --wall 1 --search 0 --printconv 1 --dump_output 0 --in_data x.bin "
+      "--weights w.bin --bias 0 --mode conv --pad_mode default --tensor_vect 0 --vector_length "
+      "1 --dilation_d 1 --dilation_h 2 --dilation_w 1 --in_bias b.bin --group_count 4 "
+      "--dout_data d.bin --solution -1 --gpualloc 0 --in_cast_type -1 --out_cast_type -1 "
+      "--wei_cast_type -1 --in_layout NCHW --out_layout NCHW --fil_layout NCHW"));
+  CHECK(b == parse_descriptor("g4mb2ic8ih14iw15oc16kh3kw1sh2sw1ph1pw0dh1dw0"));
+  // Short forms of the same, symbols included.
+  const ConvProblem c = conv::parse_miopen_flags(
+      split("-_ 2 -F 1 -n 2 -c 8 -! 5 -H 14 -W 15 -k 16 -@ 3 -y 3 -x 1 -# 2 -u 2 -v 1 -$ 1 -p 1 "
+            "-q 0 -r 0 -% 0 -Y 0 -X 0 -i 10 -V 1 -C /tmp/v -t 1 -w 1 -s 0 -P 1 -o 0 -d x.bin -e "
+            "w.bin -b 0 -m conv -z default -Z 0 -L 1 -^ 1 -l 2 -j 1 -a b.bin -g 4 -D d.bin -S -1 "
+            "-G 0 -U -1 -T -1 -R -1 -I NCHW -O NCHW -f NCHW"));
+  CHECK(c == b);
+}
+
+TEST_CASE("parse_miopen_flags: padding modes as MIOpenDriver computes them") {
+  // same: floor((k - s) / 2) when s divides the input, else floor((k - in % s) / 2).
+  const ConvProblem s1 =
+      conv::parse_miopen_flags(split("-n 1 -H 7 -W 8 -y 3 -x 5 -u 2 -v 2 "
+                                     "-z same"));
+  CHECK(s1.pad_top == 1);   // 7 % 2 = 1: (3 - 1) / 2
+  CHECK(s1.pad_left == 1);  // 8 % 2 = 0: (5 - 2) / 2
+  CHECK(s1.pad_bottom == 1);
+  CHECK(s1.pad_right == 1);
+  const ConvProblem v = conv::parse_miopen_flags(split("-n 1 -p 3 -q 2 -z valid"));
+  CHECK(v.pad_top == 0);
+  CHECK(v.pad_left == 0);
+  // Dilated, non-1x1 kernels keep the given padding, as in MIOpenDriver.
+  const ConvProblem d = conv::parse_miopen_flags(split("-n 1 -p 3 -l 2 -z valid"));
+  CHECK(d.pad_top == 3);
+}
+
+TEST_CASE("parse_miopen_flags refuses what is not a forward fp32 NCHW 2-D convolution") {
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("conv -n 1 -F 0")),
+                    Contains("-F/--forw") && Contains("forward only"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("conv -n 1 --forw 2")),
+                    Contains("-F/--forw") && Contains("forward only"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("convfp16 -n 1")),
+                    Contains("convfp16") && Contains("fp32"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("pool -n 1")), Contains("\"pool\""));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-m trans")),
+                    Contains("-m/--mode") && Contains("transposed"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-_ 3")),
+                    Contains("-_/--spatial_dim") && Contains("2-D"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-I NHWC")),
+                    Contains("-I/--in_layout") && Contains("NCHW"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-r 1")), Contains("-r/--pad_val"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-Z 1")), Contains("-Z/--tensor_vect"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-L 4")), Contains("-L/--vector_length"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-T fp16")), Contains("-T/--out_cast_type"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-z middle")), Contains("-z/--pad_mode"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-i many")),
+                    Contains("-i/--iter") && Contains("\"many\""));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-n 1 conv")), Contains("\"conv\""));
+}
+
+TEST_CASE("is_miopen_arg tells MIOpenDriver tokens from others") {
+  bool follows = false;
+  CHECK(conv::is_miopen_arg("-n", &follows));
+  CHECK(follows);
+  CHECK(conv::is_miopen_arg("--batchsize=3", &follows));
+  CHECK_FALSE(follows);
+  CHECK(conv::is_miopen_arg("conv"));
+  CHECK(conv::is_miopen_arg("convfp16"));
+  CHECK_FALSE(conv::is_miopen_arg("--batch"));
+  CHECK_FALSE(conv::is_miopen_arg("--json"));
+  CHECK_FALSE(conv::is_miopen_arg("-h"));
+  CHECK_FALSE(conv::is_miopen_arg("mb1ic3ih8oc1kh3"));
+}
+
+TEST_CASE("every valid problem prints a key and descriptor that parse back") {
+  // The example: OW = 2^31 + 1 cannot be written in the grammar, so it is invalid.
+  CHECK_THROWS_WITH(parse_descriptor("mb1ic1oc1ih1kh1iw1kw1pw1073741824"),
+                    Contains("OW") && Contains("2^31"));
+  // At the limit, everything round-trips.
+  ConvProblem p;
+  p.W = 1;
+  p.pad_left = (int64_t{1} << 30) - 1;
+  p.pad_right = (int64_t{1} << 30);
+  REQUIRE(p.OW() == int64_t{1} << 31);
+  p.validate();
+  CHECK(parse_descriptor(p.key()) == p);
+  CHECK(parse_descriptor(conv::to_descriptor(p)) == p);
+  p.pad_right += 1;
+  CHECK_THROWS_WITH(p.validate(), Contains("ConvProblem.W") && Contains("OW"));
+  ConvProblem q;
+  q.H = int64_t{1} << 31;
+  q.pad_top = 1;
+  CHECK_THROWS_WITH(q.validate(), Contains("ConvProblem.H") && Contains("OH"));
 }

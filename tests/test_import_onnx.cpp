@@ -1,6 +1,347 @@
-// Placeholder: tests of the onnx importer (being written).
+// conv::import_model on ONNX files built by onnx_models.cpp: the published networks against
+// ../shared/layers, padding and attribute semantics, and the errors for what is refused.
 #include <catch2/catch.hpp>
 
-#include "conv/model.hpp"
+#include <functional>
+#include <random>
+#include <set>
 
-TEST_CASE("onnx importer placeholder", "[import]") { REQUIRE(true); }
+#include "conv/model.hpp"
+#include "onnx_models.hpp"
+
+namespace {
+
+using Catch::Matchers::Contains;
+using onnx_models::TempDir;
+
+std::set<std::string> keys(const std::vector<conv::ConvProblem>& problems) {
+  std::set<std::string> out;
+  for (const auto& p : problems) out.insert(p.key());
+  return out;
+}
+
+std::set<std::string> layer_keys(const std::string& net, int64_t batch = 1) {
+  auto problems = conv::read_batch_file(CONVTUNE_LAYERS_DIR "/" + net + ".txt");
+  for (auto& p : problems) p.N = batch;
+  return keys(problems);
+}
+
+/// The conv::Error message of importing `path`, or "" when it imports.
+std::string import_error(const std::string& path, const conv::InputShapes& inputs = {}) {
+  try {
+    conv::import_model(path, inputs);
+  } catch (const conv::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// The one problem of a single_conv model after `edit`.
+conv::ConvProblem import_single(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                                const std::function<void(onnx::NodeProto&)>& edit) {
+  onnx::ModelProto m = onnx_models::single_conv(x, w);
+  edit(*m.mutable_graph()->mutable_node(0));
+  const TempDir dir;
+  const auto problems = conv::import_model(dir.write("single.onnx", m));
+  REQUIRE(problems.size() == 1);
+  return problems[0];
+}
+
+}  // namespace
+
+TEST_CASE("ONNX AlexNet, VGG-16 and ResNet-50 import as the layers of ../shared/layers",
+          "[import]") {
+  const TempDir dir;
+  struct Net {
+    std::string name;
+    onnx::ModelProto (*build)(const onnx_models::Options&);
+    size_t convs;
+  };
+  for (const Net& net :
+       {Net{"alexnet", onnx_models::alexnet, 5}, Net{"vgg16", onnx_models::vgg16, 13},
+        Net{"resnet50", onnx_models::resnet50, 53}}) {
+    SECTION(net.name) {
+      const auto problems = conv::import_model(dir.write(net.name + ".onnx", net.build({})));
+      CHECK(problems.size() == net.convs);
+      CHECK(keys(problems) == layer_keys(net.name));
+      for (const auto& p : problems) CHECK(p.name.rfind(net.name + ":", 0) == 0);
+    }
+  }
+}
+
+TEST_CASE("ONNX MobileNetV2 imports its 30 distinct convolutions", "[import]") {
+  // Expected set from the (t, c, n, s) table of Sandler et al. 2018, independent of the builder.
+  std::set<std::string> expected;
+  auto add = [&](int64_t c, int64_t k, int64_t h, int64_t r, int64_t stride, int64_t g) {
+    conv::ConvProblem p;
+    p.C = c, p.K = k, p.H = p.W = h, p.R = p.S = r, p.groups = g;
+    p.stride_h = p.stride_w = stride;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = r / 2;
+    expected.insert(p.key());
+  };
+  add(3, 32, 224, 3, 2, 1);  // stem
+  int64_t c = 32, h = 112;
+  const int64_t table[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                              {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+  for (const auto& [t, out, n, s] : table) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t stride = i == 0 ? s : 1, hidden = c * t, oh = (h - 1) / stride + 1;
+      if (t != 1) add(c, hidden, h, 1, 1, 1);     // expand 1x1
+      add(hidden, hidden, h, 3, stride, hidden);  // depthwise 3x3
+      add(hidden, out, oh, 1, 1, 1);              // project 1x1
+      c = out, h = oh;
+    }
+  }
+  add(320, 1280, 7, 1, 1, 1);
+  REQUIRE(expected.size() == 30);
+
+  const TempDir dir;
+  const onnx_models::Options weights_with_data{false, onnx_models::Weights::initializers};
+  const auto problems = conv::import_model(
+      dir.write("mobilenet_v2.onnx", onnx_models::mobilenet_v2(weights_with_data)));
+  CHECK(problems.size() == 52);
+  const auto imported = keys(problems);
+  CHECK(imported == expected);
+  for (const auto& key : layer_keys("mobilenet_v2")) CHECK(imported.count(key) == 1);
+}
+
+TEST_CASE("ONNX problems are named <file stem>:<node>, unnamed nodes by their output", "[import]") {
+  const TempDir dir;
+  const auto problems = conv::import_model(dir.write("alexnet.onnx", onnx_models::alexnet()));
+  std::vector<std::string> names;
+  for (const auto& p : problems) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"alexnet:conv1", "alexnet:conv2", "alexnet:conv3",
+                                          "alexnet:conv4", "alexnet:conv5"});
+
+  onnx::ModelProto m = onnx_models::single_conv({1, 3, 8, 8}, {4, 3, 3, 3});
+  m.mutable_graph()->mutable_node(0)->clear_name();
+  const auto unnamed = conv::import_model(dir.write("tiny.onnx", m));
+  REQUIRE(unnamed.size() == 1);
+  CHECK(unnamed[0].name == "tiny:y");
+}
+
+TEST_CASE("ONNX symbolic batch needs --input; InputShapes set it", "[import]") {
+  const TempDir dir;
+  const std::string path = dir.write("resnet50.onnx", onnx_models::resnet50({true}));
+  const std::string error = import_error(path);
+  CHECK_THAT(error, Contains(path) && Contains("node \"conv1\" (Conv)") && Contains("\"N\"") &&
+                        Contains("--input input=NxCxHxW"));
+
+  const auto problems = conv::import_model(path, {{"input", {4, 3, 224, 224}}});
+  REQUIRE(problems.size() == 53);
+  for (const auto& p : problems) CHECK(p.N == 4);
+  CHECK(keys(problems) == layer_keys("resnet50", 4));
+
+  // A given shape replaces a fixed one too, and shapes downstream follow it.
+  const std::string fixed = dir.write("vgg16.onnx", onnx_models::vgg16());
+  const auto big = conv::import_model(fixed, {{"input", {2, 3, 448, 448}}});
+  REQUIRE(big.size() == 13);
+  CHECK(big.back().N == 2);
+  CHECK(big.back().H == 28);  // conv5_3 at 448 / 16
+}
+
+TEST_CASE("ONNX --input errors: unknown input, wrong rank for a Conv input", "[import]") {
+  const TempDir dir;
+  const std::string path = dir.write("alexnet.onnx", onnx_models::alexnet({true}));
+  CHECK_THAT(import_error(path, {{"data", {1, 3, 227, 227}}}),
+             Contains(path) && Contains("--input \"data\"") && Contains("no input") &&
+                 Contains("\"input\""));
+  CHECK_THAT(import_error(path, {{"input", {1, 3, 227}}}),
+             Contains(path) && Contains("node \"conv1\" (Conv)") && Contains("needs 4"));
+}
+
+TEST_CASE("ONNX auto_pad SAME_UPPER / SAME_LOWER put the odd pad at the end / start", "[import]") {
+  // H = 11, R = 4, stride 2: OH = ceil(11/2) = 6, total = (6-1)*2 + 4 - 11 = 3 -> 1 + 2.
+  // W = 10: OW = 5, total = 4*2 + 4 - 10 = 2 -> 1 + 1.
+  for (const std::string mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    const auto p = import_single({1, 3, 11, 10}, {8, 3, 4, 4}, [&](onnx::NodeProto& n) {
+      onnx_models::set_attr(n, "auto_pad", mode);
+      onnx_models::set_attr(n, "strides", std::vector<int64_t>{2, 2});
+    });
+    const bool upper = mode == "SAME_UPPER";
+    CHECK(p.pad_top == (upper ? 1 : 2));
+    CHECK(p.pad_bottom == (upper ? 2 : 1));
+    CHECK(p.pad_left == 1);
+    CHECK(p.pad_right == 1);
+    CHECK(p.OH() == 6);
+    CHECK(p.OW() == 5);
+  }
+  const auto valid = import_single({1, 3, 11, 10}, {8, 3, 4, 4}, [](onnx::NodeProto& n) {
+    onnx_models::set_attr(n, "auto_pad", std::string("VALID"));
+  });
+  CHECK(valid.pad_top + valid.pad_left + valid.pad_bottom + valid.pad_right == 0);
+  CHECK(valid.OH() == 8);
+}
+
+TEST_CASE("ONNX pads are [top, left, bottom, right]; dilations and group carry over", "[import]") {
+  const auto p = import_single({2, 8, 20, 30}, {16, 2, 3, 5}, [](onnx::NodeProto& n) {
+    onnx_models::set_attr(n, "pads", std::vector<int64_t>{1, 2, 3, 4});
+    onnx_models::set_attr(n, "dilations", std::vector<int64_t>{2, 3});
+    onnx_models::set_attr(n, "strides", std::vector<int64_t>{1, 2});
+    onnx_models::set_attr(n, "group", int64_t{4});
+    onnx_models::set_attr(n, "kernel_shape", std::vector<int64_t>{3, 5});
+  });
+  CHECK(p.pad_top == 1);
+  CHECK(p.pad_left == 2);
+  CHECK(p.pad_bottom == 3);
+  CHECK(p.pad_right == 4);
+  CHECK(p.dilation_h == 2);
+  CHECK(p.dilation_w == 3);
+  CHECK(p.stride_h == 1);
+  CHECK(p.stride_w == 2);
+  CHECK(p.groups == 4);
+  CHECK((p.N == 2 && p.C == 8 && p.H == 20 && p.W == 30 && p.K == 16 && p.R == 3 && p.S == 5));
+  CHECK(p.OH() == 20 + 1 + 3 - 5 + 1);         // 20
+  CHECK(p.OW() == (30 + 2 + 4 - 13) / 2 + 1);  // 12
+}
+
+TEST_CASE("ONNX 1-D and 3-D Conv and ConvTranspose are not supported", "[import]") {
+  const TempDir dir;
+  const std::string conv1d = dir.write("c1.onnx", onnx_models::single_conv({1, 3, 10}, {8, 3, 3}));
+  CHECK_THAT(import_error(conv1d), Contains(conv1d) && Contains("node \"conv\" (Conv)") &&
+                                       Contains("not supported") && Contains("1-D"));
+  const std::string conv3d =
+      dir.write("c3.onnx", onnx_models::single_conv({1, 3, 6, 6, 6}, {8, 3, 3, 3, 3}));
+  CHECK_THAT(import_error(conv3d), Contains(conv3d) && Contains("node \"conv\" (Conv)") &&
+                                       Contains("not supported") && Contains("3-D"));
+  const std::string deconv =
+      dir.write("ct.onnx", onnx_models::single_conv({1, 3, 8, 8}, {3, 8, 3, 3}, "ConvTranspose"));
+  CHECK_THAT(import_error(deconv), Contains(deconv) && Contains("node \"conv\" (ConvTranspose)") &&
+                                       Contains("not supported"));
+}
+
+TEST_CASE("ONNX files that are not models are refused naming the file", "[import]") {
+  const TempDir dir;
+  std::mt19937 rng(7);
+  std::string noise(4096, '\0');
+  for (char& c : noise) c = static_cast<char>(rng());
+  const std::string random = dir.write("random.onnx", noise);
+  CHECK_THAT(import_error(random),
+             Contains("model \"" + random + "\"") && Contains("not an ONNX model"));
+
+  std::string bytes;
+  REQUIRE(onnx_models::single_conv({1, 3, 32, 32}, {64, 3, 7, 7}).SerializeToString(&bytes));
+  const std::string truncated = dir.write("truncated.onnx", bytes.substr(0, bytes.size() / 2));
+  CHECK_THAT(import_error(truncated), Contains(truncated) && Contains("not an ONNX model"));
+
+  const std::string empty = dir.write("empty.onnx", "");
+  CHECK_THAT(import_error(empty), Contains(empty) && Contains("empty file"));
+
+  onnx::ModelProto no_nodes;
+  no_nodes.set_ir_version(8);
+  no_nodes.mutable_graph()->set_name("g");
+  const std::string graphless = dir.write("graphless.onnx", no_nodes);
+  CHECK_THAT(import_error(graphless), Contains(graphless) && Contains("no nodes"));
+}
+
+TEST_CASE("ONNX malformed Conv nodes are refused naming node and attribute", "[import]") {
+  struct Case {
+    const char* what;
+    std::vector<int64_t> x, w;
+    std::function<void(onnx::NodeProto&)> edit;
+    std::vector<std::string> expect;  // beyond the path and `node "conv" (Conv)`
+  };
+  using onnx_models::set_attr;
+  using V = std::vector<int64_t>;
+  const std::vector<Case> cases = {
+      {"missing W",
+       {1, 3, 8, 8},
+       {4, 3, 3, 3},
+       [](onnx::NodeProto& n) { n.mutable_input()->RemoveLast(); },
+       {"input W", "missing"}},
+      {"negative pads",
+       {1, 3, 8, 8},
+       {4, 3, 3, 3},
+       [](onnx::NodeProto& n) {
+         set_attr(n, "pads", V{0, -1, 0, 0});
+       },
+       {"attribute \"pads\"", "-1"}},
+      {"zero stride",
+       {1, 3, 8, 8},
+       {4, 3, 3, 3},
+       [](onnx::NodeProto& n) {
+         set_attr(n, "strides", V{1, 0});
+       },
+       {"attribute \"strides\"", "0 at index 1"}},
+      {"absurd stride",
+       {1, 3, 8, 8},
+       {4, 3, 3, 3},
+       [](onnx::NodeProto& n) {
+         set_attr(n, "strides", V{int64_t{1} << 40, 1});
+       },
+       {"attribute \"strides\"", "2^31"}},
+      {"wrong pads length",
+       {1, 3, 8, 8},
+       {4, 3, 3, 3},
+       [](onnx::NodeProto& n) {
+         set_attr(n, "pads", V{1, 1});
+       },
+       {"attribute \"pads\"", "expected 4 values"}},
+      {"kernel_shape disagrees with W",
+       {1, 3, 8, 8},
+       {4, 3, 5, 5},
+       [](onnx::NodeProto& n) {
+         set_attr(n, "kernel_shape", V{3, 3});
+       },
+       {"attribute \"kernel_shape\"", "[3, 3]", "[4, 3, 5, 5]"}},
+      {"group does not divide C",
+       {1, 3, 8, 8},
+       {4, 1, 3, 3},
+       [](onnx::NodeProto& n) { set_attr(n, "group", int64_t{2}); },
+       {"attribute \"group\"", "does not divide the 3 input channels"}},
+      {"group of the wrong type",
+       {1, 4, 8, 8},
+       {4, 2, 3, 3},
+       [](onnx::NodeProto& n) { set_attr(n, "group", V{2}); },
+       {"attribute \"group\"", "expected an INT"}},
+      {"pads with auto_pad",
+       {1, 3, 8, 8},
+       {4, 3, 3, 3},
+       [](onnx::NodeProto& n) {
+         set_attr(n, "pads", V{1, 1, 1, 1});
+         set_attr(n, "auto_pad", std::string("SAME_UPPER"));
+       },
+       {"attribute \"pads\"", "auto_pad"}},
+      {"unknown auto_pad",
+       {1, 3, 8, 8},
+       {4, 3, 3, 3},
+       [](onnx::NodeProto& n) { set_attr(n, "auto_pad", std::string("SAME")); },
+       {"attribute \"auto_pad\"", "\"SAME\""}},
+      {"W channels disagree with X",
+       {1, 3, 8, 8},
+       {4, 2, 3, 3},
+       [](onnx::NodeProto&) {},
+       {"input W \"w\"", "2 input channels per group"}},
+      {"kernel larger than the padded input",
+       {1, 3, 4, 4},
+       {4, 3, 7, 7},
+       [](onnx::NodeProto&) {},
+       {"conv:"}},
+  };
+  const TempDir dir;
+  for (const Case& c : cases) {
+    SECTION(c.what) {
+      onnx::ModelProto m = onnx_models::single_conv(c.x, c.w);
+      c.edit(*m.mutable_graph()->mutable_node(0));
+      const std::string path = dir.write("broken.onnx", m);
+      const std::string error = import_error(path);
+      INFO(error);
+      CHECK_THAT(error, Contains("model \"" + path + "\": "));
+      if (std::string(c.what) != "kernel larger than the padded input")
+        CHECK_THAT(error, Contains("node \"conv\" (Conv): "));
+      for (const auto& e : c.expect) CHECK_THAT(error, Contains(e));
+    }
+  }
+}
+
+TEST_CASE("ONNX Conv input without a shape asks for --input", "[import]") {
+  onnx::ModelProto m = onnx_models::single_conv({1, 3, 8, 8}, {4, 3, 3, 3});
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  const TempDir dir;
+  const std::string path = dir.write("shapeless.onnx", m);
+  CHECK_THAT(import_error(path), Contains(path) && Contains("node \"conv\" (Conv)") &&
+                                     Contains("input X \"x\"") && Contains("--input x=NxCxHxW"));
+  const auto problems = conv::import_model(path, {{"x", {3, 3, 9, 9}}});
+  REQUIRE(problems.size() == 1);
+  CHECK((problems[0].N == 3 && problems[0].H == 9 && problems[0].OH() == 7));
+}

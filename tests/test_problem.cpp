@@ -111,7 +111,7 @@ TEST_CASE("ConvProblem.validate names each bad field") {
       {"ConvProblem.N: y byte size N*K*OH*OW*4",
        [](conv::ConvProblem& p) {
          p.N = p.K = int64_t{1} << 31;
-         p.pad_top = p.pad_left = int64_t{1} << 31;
+         p.pad_top = p.pad_left = (int64_t{1} << 31) - 1;  // OH = OW = 2^31, the largest
          p.C = 2;
          p.H = p.W = 1;
          p.R = p.S = 1;

@@ -1,7 +1,8 @@
 // autotune: tune convolutions and store the winners (tune), explain one problem's candidates
-// (explain), work with perf database files (db: show, merge, export, import, check). Exit codes:
-// 0 ok, 2 bad arguments or descriptor, 1 any other error.
+// (explain), list problems as descriptors (layers), work with perf database files (db: show, merge,
+// export, import, check). Exit codes: 0 ok, 2 bad arguments or descriptor, 1 any other error.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -14,8 +15,8 @@ namespace conv::cli {
 
 namespace {
 
-int run_explain(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
-  auto problems = collect_problems(t.descriptors, t.batches, miopen);
+int run_explain(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
+  auto problems = collect_problems(t, miopen);
   std::vector<conv::Device> devices;
   if (c.device == "all") {
     devices.push_back(conv::Device::cpu());
@@ -81,14 +82,19 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   Common common_tune, common_explain, common_show, common_db_show;
   TuneArgs tune_args, explain_args;
-  MiopenFlags miopen_tune, miopen_explain;
+  TuneArgs layers_args;
+  // A MIOpenDriver command line after the subcommand is picked out before CLI11 parses the rest.
+  MiopenArgs miopen;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "tune" || args[0] == "explain" || args[0] == "layers"))
+    args = miopen.extract(args, 1);
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments reversed
 
   CLI::App* tune = app.add_subcommand(
       "tune", "measure every candidate for each problem, store all timings and the winners");
   common_tune.add_to(tune, true);
   tune_args.add_to(tune);
   tune->add_flag("--force", tune_args.force, "re-measure problems already in the perf database");
-  miopen_tune.add_to(tune);
 
   CLI::App* explain = app.add_subcommand(
       "explain",
@@ -96,7 +102,12 @@ int main(int argc, char** argv) {
       "time, GFLOP/s, % of peak, workspace, error; the winner marked");
   common_explain.add_to(explain, false);
   explain_args.add_to(explain);
-  miopen_explain.add_to(explain);
+
+  CLI::App* layers = app.add_subcommand(
+      "layers",
+      "print the problems given (descriptors, --batch, --model, MIOpenDriver flags) as a benchdnn "
+      "batch file, one named descriptor per line");
+  layers_args.add_sources_to(layers);
 
   bool all_devices = false, db_all_devices = false;
   CLI::App* show = app.add_subcommand("show", "the winners stored for this device (= db show)");
@@ -134,7 +145,7 @@ int main(int argc, char** argv) {
   db_check->add_option("DB", check_files, "perf database files")->required();
 
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -144,10 +155,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (*tune) return common_tune.warn_threads(), run_tune(common_tune, tune_args, miopen_tune);
+    if (miopen.any() && !*tune && !*explain && !*layers)
+      throw UsageError("MIOpenDriver flags only apply to tune, explain and layers");
+    if (*tune) return common_tune.warn_threads(), run_tune(common_tune, tune_args, miopen);
     if (*explain)
-      return common_explain.warn_threads(),
-             run_explain(common_explain, explain_args, miopen_explain);
+      return common_explain.warn_threads(), run_explain(common_explain, explain_args, miopen);
+    if (*layers) return run_layers(layers_args, miopen);
     if (*show) return run_db_show(common_show, all_devices);
     if (*db_show) return run_db_show(common_db_show, db_all_devices);
     if (*db_merge) return run_db_merge(merge_sources, merge_into);

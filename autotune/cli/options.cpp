@@ -1,19 +1,32 @@
 // Problem collection and device parsing for the autotune subcommands.
 #include "options.hpp"
 
+#include "conv/model.hpp"
+
 #include <cstdlib>
+#include <iostream>
 #include <set>
 
 namespace conv::cli {
 
-std::vector<conv::ConvProblem> collect_problems(const std::vector<std::string>& descriptors,
-                                                const std::vector<std::string>& batches,
-                                                const MiopenFlags& miopen) {
+std::vector<conv::ConvProblem> collect_problems(const TuneArgs& t, const MiopenArgs& miopen) {
   std::vector<conv::ConvProblem> problems;
   try {
-    for (const auto& d : descriptors) problems.push_back(conv::parse_descriptor(d));
-    for (const auto& b : batches) {
+    for (const auto& d : t.descriptors) problems.push_back(conv::parse_descriptor(d));
+    for (const auto& b : t.batches) {
       auto ps = conv::read_batch_file(b);
+      problems.insert(problems.end(), ps.begin(), ps.end());
+    }
+    conv::InputShapes inputs;
+    for (const auto& text : t.inputs) {
+      auto [name, dims] = conv::parse_input_shape(text);
+      if (!inputs.emplace(name, dims).second)
+        throw UsageError("--input \"" + text + "\": input \"" + name + "\" given twice");
+    }
+    if (!inputs.empty() && t.models.empty()) throw UsageError("--input: only applies to --model");
+    for (const auto& m : t.models) {
+      auto ps = conv::import_model(m, inputs);
+      if (ps.empty()) std::cerr << "autotune: " << m << ": no 2-D convolution in this model\n";
       problems.insert(problems.end(), ps.begin(), ps.end());
     }
     if (miopen.any()) problems.push_back(miopen.problem());
@@ -21,7 +34,8 @@ std::vector<conv::ConvProblem> collect_problems(const std::vector<std::string>& 
     throw UsageError(e.what());
   }
   if (problems.empty())
-    throw UsageError("no problem given: pass a DESCRIPTOR, --batch FILE or MIOpen-style flags");
+    throw UsageError(
+        "no problem given: pass a DESCRIPTOR, --batch FILE, --model FILE or MIOpenDriver flags");
   return problems;
 }
 

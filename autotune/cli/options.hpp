@@ -23,31 +23,28 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// MIOpenDriver-style flags: -n -c -H -W -k -y -x -p -q -u -v -l -j -g.
-struct MiopenFlags {
-  std::map<char, std::string> values;
-  void add_to(CLI::App* app) {
-    const std::pair<char, const char*> flags[] = {
-        {'n', "batch size"},     {'c', "input channels"},  {'H', "input height"},
-        {'W', "input width"},    {'k', "output channels"}, {'y', "filter height"},
-        {'x', "filter width"},   {'p', "padding height"},  {'q', "padding width"},
-        {'u', "stride height"},  {'v', "stride width"},    {'l', "dilation height"},
-        {'j', "dilation width"}, {'g', "groups"}};
-    for (const auto& [flag, what] : flags)
-      app->add_option(std::string("-") + flag, values[flag],
-                      std::string("MIOpenDriver-style: ") + what)
-          ->group("MIOpenDriver-style problem");
-  }
-  bool any() const {
-    for (const auto& [f, v] : values)
-      if (!v.empty()) return true;
-    return false;
-  }
-  conv::ConvProblem problem() const {
-    std::vector<std::string> args;
-    for (const auto& [f, v] : values)
-      if (!v.empty()) args.insert(args.end(), {std::string("-") + f, v});
-    return conv::parse_miopen_flags(args);
+// A MIOpenDriver conv command line found among the arguments (`autotune explain conv -n 1 -c 64
+// ... -F 1 -t 1`): main() picks its tokens out before CLI11 parses the rest.
+struct MiopenArgs {
+  std::vector<std::string> args;
+  bool any() const { return !args.empty(); }
+  conv::ConvProblem problem() const { return conv::parse_miopen_flags(args); }
+  /// Moves every MIOpenDriver token of argv[first..] (flags with their values; the sub-command
+  /// word only right at `first`) into `args`; returns the rest, for CLI11.
+  std::vector<std::string> extract(const std::vector<std::string>& argv, size_t first) {
+    std::vector<std::string> rest(argv.begin(), argv.begin() + static_cast<long>(first));
+    for (size_t i = first; i < argv.size(); ++i) {
+      bool value_follows = false;
+      const bool flag = argv[i].rfind("-", 0) == 0;
+      if (argv[i] == "--" || !conv::is_miopen_arg(argv[i], &value_follows) ||
+          (!flag && i != first)) {
+        rest.push_back(argv[i]);
+        continue;
+      }
+      args.push_back(argv[i]);
+      if (value_follows && i + 1 < argv.size()) args.push_back(argv[++i]);
+    }
+    return rest;
   }
 };
 
@@ -78,17 +75,31 @@ struct Common {
 };
 
 struct TuneArgs {
-  std::vector<std::string> descriptors, batches;
+  std::vector<std::string> descriptors, batches, models, inputs;
   std::string algo, shard;
   bool force = false;
   double budget_s = 120, batch_ms = 1;
   int rounds = 3, max_rounds = 20;
   double workspace_mib = -1;
-  void add_to(CLI::App* app) {
+  // Where problems come from: descriptors, batch files, models, MIOpenDriver flags.
+  void add_sources_to(CLI::App* app) {
     app->add_option("DESCRIPTOR", descriptors,
                     "benchdnn conv descriptors, e.g. mb1ic3ih227oc96kh11sh4n\"conv1\"");
     app->add_option("--batch", batches, "benchdnn-style file of descriptors (# comments)")
         ->check(CLI::ExistingFile);
+    app->add_option("--model", models,
+                    "every convolution of a network: ONNX (.onnx) or Caffe deploy prototxt");
+    app->add_option("--input", inputs,
+                    "shape of a model input, NAME=NxCxHxW (e.g. data=1x3x224x224); needed when "
+                    "the model leaves it symbolic, replaces the model's otherwise");
+    app->footer(
+        "MIOpenDriver conv command lines are accepted too, as pasted from logs: e.g. autotune " +
+        app->get_name() +
+        " conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -F 1 -t 1 "
+        "(forward fp32 NCHW only; long forms such as --batchsize too).");
+  }
+  void add_to(CLI::App* app) {
+    add_sources_to(app);
     app->add_option("--algo", algo,
                     "only algorithms whose id contains one of these comma-separated substrings");
     app->add_option("--budget", budget_s, "time budget per problem, seconds")
@@ -151,11 +162,10 @@ struct TuneArgs {
   }
 };
 
-/// Every problem named by descriptors, batch files and MIOpenDriver-style flags, in that order.
-/// Throws UsageError for a bad descriptor or when none is given.
-std::vector<conv::ConvProblem> collect_problems(const std::vector<std::string>& descriptors,
-                                                const std::vector<std::string>& batches,
-                                                const MiopenFlags& miopen);
+/// Every problem named by descriptors, batch files, models and a MIOpenDriver command line, in
+/// that order. Throws UsageError for a bad descriptor, file, model, --input or flag, and when
+/// none is given.
+std::vector<conv::ConvProblem> collect_problems(const TuneArgs& t, const MiopenArgs& miopen);
 
 /// Which problems this process tunes: shard `index` of `count`.
 struct Shard {
@@ -181,7 +191,8 @@ conv::Device parse_device(const std::string& text);
 /// the system ones (unreadable ones are skipped with a warning).
 std::vector<conv::PerfDb> read_layers(const std::string& user);
 
-int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen);
+int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen);
+int run_layers(const TuneArgs& t, const MiopenArgs& miopen);
 int run_db_show(const Common& c, bool all_devices);
 int run_db_merge(const std::vector<std::string>& sources, const std::string& into);
 int run_db_export(const std::string& path, bool as_csv);

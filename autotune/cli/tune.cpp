@@ -63,11 +63,10 @@ std::string why_not_current(const conv::ConvProblem& p, conv::Device::Kind kind,
 
 }  // namespace
 
-int run_tune(const Common& c, const TuneArgs& t, const MiopenFlags& miopen) {
+int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
   const Shard shard = parse_shard(t.shard);
   size_t duplicates = 0;
-  const auto problems =
-      select_shard(collect_problems(t.descriptors, t.batches, miopen), shard, &duplicates);
+  const auto problems = select_shard(collect_problems(t, miopen), shard, &duplicates);
   const conv::Device device = parse_device(c.device);
   const conv::TuneOptions options = t.options(c, device);
   const std::string fingerprint = device.fingerprint(c.threads);

@@ -46,8 +46,9 @@ struct ConvProblem {
   int64_t y_bytes() const { return y_elems() * 4; }
 
   /// Throws conv::Error naming the first bad field: sizes < 1, strides/dilations < 1, negative
-  /// padding, C or K not divisible by groups, output size < 1, or element counts whose byte size
-  /// overflows 64 bits.
+  /// padding, C or K not divisible by groups, output size < 1 or > 2^31 (the descriptor
+  /// grammar's limit, so key() always parses back), or element counts whose byte size overflows
+  /// 64 bits.
   void validate() const;
 
   /// Canonical perf-database key: the descriptor with every field explicit and no name, e.g.
@@ -105,17 +106,28 @@ std::string to_descriptor(const ConvProblem& p);
 /// cannot be read.
 std::vector<ConvProblem> read_batch_file(const std::string& path);
 
-/// Builds a problem from MIOpenDriver conv flags given as argv-like tokens, e.g.
-/// {"-n","1","-c","3","-H","227","-W","227","-k","96","-y","11","-x","11","-u","4","-v","4"},
-/// optionally preceded by the sub-command "conv". Short and long forms (value in the next token;
-/// `--long=value` also accepted), with MIOpenDriver's defaults for unset flags:
+/// Builds a problem from a MIOpenDriver conv command line given as argv-like tokens, e.g.
+/// {"conv","-n","1","-c","3","-H","227","-W","227","-k","96","-y","11","-x","11","-u","4",
+/// "-v","4","-F","1","-t","1"} (the leading sub-command is optional). Every flag of
+/// MIOpenDriver's conv driver is accepted, short or long (`--batchsize 8`, `--batchsize=8`), a
+/// later one overriding an earlier one, with MIOpenDriver's defaults for unset ones:
 /// -n/--batchsize 100, -c/--in_channels 3, -H/--in_h 32, -W/--in_w 32, -k/--out_channels 32,
 /// -y/--fil_h 3, -x/--fil_w 3, -p/--pad_h 0, -q/--pad_w 0 (symmetric padding),
 /// -u/--conv_stride_h 1, -v/--conv_stride_w 1, -l/--dilation_h 1, -j/--dilation_w 1 (1 = dense),
-/// -g/--group_count 1 (0 means 1, as MIOpenDriver). The run-control flags -F -b -i -t -V -w -s -P
-/// (and long forms) are accepted and ignored. Values are decimal integers in [0, 2^31].
-/// Throws conv::Error `MIOpen flag <flag>: ...` for an unknown flag, a missing or bad value, and
-/// for the validate() error of the field the flag sets.
+/// -g/--group_count 1 (0 means 1); -z/--pad_mode same|valid recomputes the padding as
+/// MIOpenDriver does (dense or 1x1 kernels only). Run-control and 3-D/transpose-only flags
+/// (-i -V -C -t -w -s -P -o -d -e -b -a -D -S -G, -! -@ -# -$ -^ -% -Y -X) are checked for
+/// their type and ignored. Values are decimal integers in [0, 2^31] for problem flags.
+/// Throws conv::Error `MIOpen flag <flag>: ...` for an unknown flag, a missing or bad value, the
+/// validate() error of the field the flag sets, and for what would change the fp32 NCHW forward
+/// convolution: -F other than 1 ("forward only"), -m trans, -_ 3 (3-D), layouts other than
+/// NCHW, -r (pad value) other than 0, -Z/-L vectorised tensors, -U/-T/-R casts; and
+/// `MIOpenDriver sub-command "<s>": ...` for convfp16 and the other non-fp32 sub-commands.
 ConvProblem parse_miopen_flags(const std::vector<std::string>& args);
+
+/// Whether `token` is a MIOpenDriver conv flag (`-n`, `--batchsize`, `--batchsize=8`) or
+/// sub-command (`conv`, `convfp16`, ...); `value_follows` (optional) is set when the flag's
+/// value is the next token. Lets a command line pick MIOpenDriver arguments out of its own.
+bool is_miopen_arg(std::string_view token, bool* value_follows = nullptr);
 
 }  // namespace conv

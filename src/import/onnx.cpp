@@ -1,5 +1,131 @@
-// Placeholder: the ONNX importer (being written).
-#include "importers.hpp"
+// The ONNX importer: read a ModelProto, apply --input shapes, run ONNX shape inference, and turn
+// every 2-D Conv node into a ConvProblem (onnx_conv.cpp), in graph order.
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <climits>
+#include <fstream>
+#include <iterator>
+
+#include "onnx_conv.hpp"
+
 namespace conv::import {
-std::vector<ConvProblem> import_onnx(const Source& src, const InputShapes&) { src.fail("ONNX import not implemented yet"); }
+
+namespace {
+
+using onnx_import::NodeRef;
+
+/// The file as a ModelProto; refuses what is not one (garbage, truncated, no graph).
+onnx::ModelProto read_model(const Source& src) {
+  std::ifstream in(src.path, std::ios::binary);
+  if (!in) src.fail("cannot open for reading");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) src.fail("read error");
+  if (bytes.empty()) src.fail("empty file, not an ONNX model");
+  if (bytes.size() > static_cast<size_t>(INT_MAX))
+    src.fail("larger than 2 GiB, protobuf's limit (ONNX external data is not supported)");
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes))
+    src.fail("not an ONNX model: protobuf parsing of ModelProto failed (garbage or truncated)");
+  if (model.ir_version() <= 0) src.fail("not an ONNX model: ModelProto.ir_version is missing");
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    src.fail("not an ONNX model: ModelProto.graph is missing or has no nodes");
+  const bool has_onnx_opset =
+      std::any_of(model.opset_import().begin(), model.opset_import().end(),
+                  [](const auto& o) { return o.domain().empty() || o.domain() == "ai.onnx"; });
+  if (!has_onnx_opset) src.fail("ModelProto.opset_import: no version for the default ONNX domain");
+  return model;
 }
+
+bool is_initializer(const onnx::GraphProto& graph, const std::string& name) {
+  return std::any_of(graph.initializer().begin(), graph.initializer().end(),
+                     [&](const auto& t) { return t.name() == name; });
+}
+
+/// Replaces the shapes of the graph inputs named in `inputs`. When a shape changes, the file's
+/// value_info and output shapes may be stale, so they are dropped and shape inference redoes them.
+void apply_inputs(const Source& src, onnx::GraphProto& graph, const InputShapes& inputs) {
+  bool changed = false;
+  for (const auto& [name, dims] : inputs) {
+    const std::string where = "--input \"" + name + "\": ";
+    onnx::ValueInfoProto* vi = nullptr;
+    for (auto& in : *graph.mutable_input())
+      if (in.name() == name) vi = &in;
+    if (!vi) {
+      std::string names;
+      for (const auto& in : graph.input())
+        if (!is_initializer(graph, in.name()))
+          names += (names.empty() ? "\"" : ", \"") + in.name() + "\"";
+      src.fail(where + "the model has no input named so (its inputs: " + names + ")");
+    }
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i] < 1 || dims[i] > onnx_import::kMaxValue)
+        src.fail(where + "dimension " + std::to_string(i) + " = " + std::to_string(dims[i]) +
+                 " is out of range [1, 2^31]");
+    if (dims.size() != 4)
+      for (const auto& node : graph.node())
+        if (onnx_import::is_onnx_op(node, "Conv") && node.input_size() > 0 && node.input(0) == name)
+          src.fail(where + std::to_string(dims.size()) + " dims given, but node \"" +
+                   NodeRef(src, node).name + "\" (Conv) reads it as X and needs 4 (NxCxHxW)");
+    onnx::TypeProto* type = vi->mutable_type();
+    if (type->value_case() != onnx::TypeProto::kTensorType &&
+        type->value_case() != onnx::TypeProto::VALUE_NOT_SET)
+      src.fail(where + "the model's input is not a tensor");
+    onnx::TypeProto::Tensor* tensor = type->mutable_tensor_type();
+    if (tensor->elem_type() == onnx::TensorProto::UNDEFINED)
+      tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    onnx::TensorShapeProto shape;
+    for (const int64_t d : dims) shape.add_dim()->set_dim_value(d);
+    if (!tensor->has_shape() || tensor->shape().SerializeAsString() != shape.SerializeAsString())
+      changed = true;
+    *tensor->mutable_shape() = shape;
+  }
+  if (!changed) return;
+  graph.clear_value_info();
+  for (auto& out : *graph.mutable_output())
+    if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+}
+
+/// Checks what ONNX shape inference would divide by or index with before it runs: positive
+/// strides, dilations and kernel sizes on every node, and the ranks of each Conv.
+/// ConvTranspose is refused here too (not supported).
+void check_before_inference(const Source& src, const onnx::GraphProto& graph) {
+  const onnx_import::Shapes declared(graph);
+  for (const auto& node : graph.node()) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
+    const NodeRef at(src, node);
+    if (node.op_type() == "ConvTranspose")
+      at.fail("not supported: ConvTranspose (transposed convolution); only Conv is imported");
+    for (const char* name : {"strides", "dilations", "kernel_shape"})
+      onnx_import::ints_attr(at, name, 0, 1, {});
+    if (node.op_type() == "Conv") onnx_import::check_conv_ranks(at, declared);
+  }
+}
+
+void infer_shapes(const Source& src, onnx::ModelProto& model) {
+  // error_mode 0: a node onnx cannot infer leaves its outputs unknown instead of throwing; the
+  // importer then names the Conv input it cannot size.
+  const onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0);
+  try {
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    src.fail(std::string("ONNX shape inference failed: ") + e.what());
+  }
+}
+
+}  // namespace
+
+std::vector<ConvProblem> import_onnx(const Source& src, const InputShapes& inputs) {
+  onnx::ModelProto model = read_model(src);
+  apply_inputs(src, *model.mutable_graph(), inputs);
+  check_before_inference(src, model.graph());
+  infer_shapes(src, model);
+  const onnx_import::Shapes shapes(model.graph());
+  std::vector<ConvProblem> problems;
+  for (const auto& node : model.graph().node())
+    if (onnx_import::is_onnx_op(node, "Conv"))
+      problems.push_back(onnx_import::conv_problem(NodeRef(src, node), shapes));
+  return problems;
+}
+
+}  // namespace conv::import

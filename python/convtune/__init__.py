@@ -1,0 +1,52 @@
+"""convtune: 2-D convolutions that run the fastest correct algorithm measured on this machine.
+
+Tensors are float32, C-contiguous, NCHW: x (N, C, H, W), w (K, C/groups, R, S) (= OIHW),
+bias (K,), y (N, K, OH, OW). NumPy arrays and any object with ``__dlpack__`` (CPU PyTorch
+tensors) are read in place. Times are in milliseconds, sizes in bytes, speeds in GFLOP/s.
+
+- ``conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1)``: runs
+  ``conv::best_forward`` (the perf database's winner; tunes on a miss) and returns a new NumPy
+  array.
+- ``Problem``: one convolution, from keywords or a oneDNN benchdnn descriptor string.
+- ``Plan``: choose once, pack the weights, ``execute`` many times.
+- ``tune``, ``explain``: measure every algorithm on a problem; plain dicts and lists back.
+- ``import_model(path, inputs=None)``: the convolutions of an ONNX or Caffe prototxt network.
+- ``read_perfdb(path=None)``: every row of a perf database; ``python -m convtune.plot`` draws it.
+- ``Error``: raised for every rejected input and failed call; a subclass of ValueError.
+
+The perf database is ``$CONVTUNE_PERFDB``, else ``~/.cache/convtune/perfdb.sqlite``.
+"""
+
+from ._convtune import (
+    Error,
+    Plan,
+    Problem,
+    __version__,
+    algorithms,
+    conv2d,
+    cpu_isa,
+    default_perfdb_path,
+    explain,
+    fingerprint,
+    import_model,
+    read_batch_file,
+    read_perfdb,
+    tune,
+)
+
+__all__ = [
+    "Error",
+    "Plan",
+    "Problem",
+    "__version__",
+    "algorithms",
+    "conv2d",
+    "cpu_isa",
+    "default_perfdb_path",
+    "explain",
+    "fingerprint",
+    "import_model",
+    "read_batch_file",
+    "read_perfdb",
+    "tune",
+]

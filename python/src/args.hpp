@@ -1,0 +1,32 @@
+// Python argument forms shared by Problem, conv2d and Plan: int-or-pair sizes, the padding forms,
+// and "a Problem or a descriptor string".
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "conv/problem.hpp"
+
+namespace convtune_py {
+
+namespace nb = nanobind;
+
+/// An int, or a pair (h, w) of ints: (h, w). Throws conv::Error naming `name` otherwise.
+std::pair<int64_t, int64_t> int_or_pair(nb::handle v, const char* name);
+
+/// Padding: an int (all sides), a pair (h, w) (top = bottom = h, left = right = w) or a 4-tuple
+/// (top, bottom, left, right). Returns {top, bottom, left, right}. Throws conv::Error naming
+/// "padding" for another form or a non-integer.
+std::array<int64_t, 4> padding_arg(nb::handle v);
+
+/// Sets the stride, padding, dilation and groups of `p` from Python arguments.
+void set_geometry(conv::ConvProblem& p, nb::handle stride, nb::handle padding, nb::handle dilation,
+                  int64_t groups);
+
+/// A convtune.Problem, or a benchdnn descriptor string (parsed). Throws conv::Error naming `name`.
+conv::ConvProblem to_problem(nb::handle v, const char* name = "problem");
+
+}  // namespace convtune_py

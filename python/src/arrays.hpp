@@ -1,0 +1,39 @@
+// Tensors from Python: float32, C-contiguous CPU arrays taken without copying (NumPy arrays, any
+// object with __dlpack__ such as a CPU torch.Tensor), and new NumPy outputs.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace convtune_py {
+
+namespace nb = nanobind;
+
+/// A read-only view of a caller's array; holds a reference to it while alive.
+struct Tensor {
+  nb::ndarray<nb::ro> array;
+  const float* data = nullptr;
+  std::vector<int64_t> shape;
+};
+
+/// Views `v` (buffer protocol or DLPack) as a float32, C-contiguous CPU tensor of `ndim`
+/// dimensions, without copying. Throws conv::Error naming `name` for another type, dtype,
+/// device, rank, or a non-contiguous layout.
+Tensor as_tensor(nb::handle v, const char* name, size_t ndim);
+
+/// Throws conv::Error `<name>: expected shape <want>, got <shape>` unless the shapes are equal;
+/// `what` describes `want` (e.g. "(K, C/groups, R, S)").
+void check_shape(const Tensor& t, const char* name, const std::vector<int64_t>& want,
+                 const char* what);
+
+/// "(1, 3, 224, 224)"
+std::string shape_text(const std::vector<int64_t>& shape);
+
+/// A new, uninitialised float32 NumPy array of `shape` that owns its memory (64-byte aligned).
+using NumpyArray = nb::ndarray<nb::numpy, float>;
+NumpyArray new_array(const std::vector<int64_t>& shape, float** data);
+
+}  // namespace convtune_py

@@ -1,0 +1,86 @@
+// convtune.conv2d: NCHW float32 convolution through conv::best_forward (the tuned winner).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include "args.hpp"
+#include "arrays.hpp"
+#include "bindings.hpp"
+#include "options.hpp"
+
+namespace convtune_py {
+
+namespace {
+
+const char* kConv2dDoc =
+    R"(2-D convolution of NCHW float32 tensors with the fastest correct algorithm.
+
+conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, threads=0, perfdb=None,
+       find_mode=None) -> numpy.ndarray
+
+x: (N, C, H, W) input; w: (K, C/groups, R, S) weights (OIHW); bias: (K,) or None. Each a
+float32, C-contiguous CPU array: a NumPy array or any object with __dlpack__ (e.g. a CPU
+torch.Tensor), read in place without copying.
+stride, dilation: int or (h, w); dilation 1 = dense. padding: int, (h, w), or
+(top, bottom, left, right) for asymmetric padding. groups: C and K must be divisible by it.
+threads: CPU threads (0 = all); part of the perf-database fingerprint.
+perfdb: perf database path (default $CONVTUNE_PERFDB, else ~/.cache/convtune/perfdb.sqlite).
+find_mode: what to do when the database has no winner for this problem: "tune" (measure
+every algorithm now and store the winner; the default, takes about a second or more the first
+time per problem), "heuristic" (a cheap rule) or "db_only" (raise).
+
+Returns a new float32 NumPy array (N, K, OH, OW), OH = (H + top + bottom - ((R-1)*dil_h+1))
+// stride_h + 1, OW likewise. Runs conv::best_forward with the GIL released.
+
+Raises convtune.Error (a ValueError) naming the argument: wrong dtype (float64 is refused, not
+converted: use x.astype(numpy.float32)), wrong number of dimensions, non-contiguous arrays,
+w.shape[1] * groups != C, bias not (K,), bad stride/padding/dilation/groups, or an output size
+below 1.)";
+
+conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride,
+                             nb::handle padding, nb::handle dilation, int64_t groups) {
+  conv::ConvProblem p;
+  p.N = x.shape[0], p.C = x.shape[1], p.H = x.shape[2], p.W = x.shape[3];
+  p.K = w.shape[0], p.R = w.shape[2], p.S = w.shape[3];
+  set_geometry(p, stride, padding, dilation, groups);
+  if (groups < 1) throw conv::Error("groups: must be >= 1, got " + std::to_string(groups));
+  if (w.shape[1] * groups != p.C)
+    throw conv::Error(
+        "w: expected shape (K, C/groups, R, S) with C/groups = " + std::to_string(p.C) + "/" +
+        std::to_string(groups) + ", got " + shape_text(w.shape) + " for x of shape " +
+        shape_text(x.shape) + " (channel mismatch)");
+  p.validate();
+  return p;
+}
+
+NumpyArray conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handle stride,
+                  nb::handle padding, nb::handle dilation, int64_t groups, int threads,
+                  const std::optional<std::string>& perfdb,
+                  const std::optional<std::string>& find_mode) {
+  const Tensor x = as_tensor(x_obj, "x", 4);
+  const Tensor w = as_tensor(w_obj, "w", 4);
+  const conv::ConvProblem p = problem_of(x, w, stride, padding, dilation, groups);
+  std::optional<Tensor> bias;
+  if (!bias_obj.is_none()) {
+    bias = as_tensor(bias_obj, "bias", 1);
+    check_shape(*bias, "bias", {p.K}, "(K,)");
+  }
+  const conv::ForwardOptions options = forward_options(threads, perfdb, find_mode);
+  float* y = nullptr;
+  NumpyArray out = new_array({p.N, p.K, p.OH(), p.OW()}, &y);
+  {
+    nb::gil_scoped_release unlocked;
+    conv::best_forward(p, x.data, w.data, bias ? bias->data : nullptr, y, options);
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_conv2d(nb::module_& m) {
+  m.def("conv2d", &conv2d, nb::arg("x"), nb::arg("w"), nb::arg("bias") = nb::none(),
+        nb::arg("stride") = 1, nb::arg("padding") = 0, nb::arg("dilation") = 1,
+        nb::arg("groups") = 1, nb::kw_only(), nb::arg("threads") = 0,
+        nb::arg("perfdb") = nb::none(), nb::arg("find_mode") = nb::none(), kConv2dDoc);
+}
+
+}  // namespace convtune_py

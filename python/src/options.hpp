@@ -1,0 +1,23 @@
+// conv::ForwardOptions from the keyword arguments conv2d and Plan share.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "conv/conv.hpp"
+
+namespace convtune_py {
+
+/// threads 0 = all; perfdb "" / nullopt = PerfDb::default_path(); find_mode "tune", "heuristic"
+/// or "db_only" (nullopt = the default, tune; CONVTUNE_FIND_MODE overrides either way).
+inline conv::ForwardOptions forward_options(int threads, const std::optional<std::string>& perfdb,
+                                            const std::optional<std::string>& find_mode) {
+  conv::ForwardOptions o;
+  conv::resolve_threads(threads);  // throws conv::Error naming "threads" when negative
+  o.threads = threads;
+  if (perfdb) o.perfdb_path = *perfdb;
+  if (find_mode) o.find_mode = conv::parse_find_mode(*find_mode);
+  return o;
+}
+
+}  // namespace convtune_py

@@ -1,0 +1,163 @@
+// convtune.Plan: conv::Plan (choose once; pre-packed weights; execute many times).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "args.hpp"
+#include "arrays.hpp"
+#include "bindings.hpp"
+#include "conv/algorithm.hpp"
+#include "options.hpp"
+
+namespace convtune_py {
+
+namespace {
+
+const char* kPlanDoc = R"(A convolution chosen once and run many times (conv::Plan).
+
+Plan(problem=None, *, algo=None, config="", threads=0, perfdb=None, find_mode=None, **fields)
+
+problem: a convtune.Problem or a benchdnn descriptor string; or pass the Problem keyword fields
+(N=, C=, H=, W=, K=, R=, S=, stride=, padding=, dilation=, groups=, name=) instead.
+Without algo, the algorithm is chosen like conv2d does, but for the Plan path (its own winner
+in the perf database, timed with packed weights; may tune on a miss, with the GIL released).
+algo/config: run this algorithm id (e.g. "cpu.im2col_gemm") and config (e.g. "m4"; "" = the
+algorithm's default config) instead.
+threads, perfdb, find_mode: as for conv2d.
+
+Then pack_weights(w) once and execute(x) -> numpy.ndarray (N, K, OH, OW) as often as needed.
+Raises convtune.Error (a ValueError) naming the field or argument.)";
+
+class PyPlan {
+ public:
+  PyPlan(const conv::ConvProblem& p, const std::optional<std::string>& algo,
+         const std::string& config, const conv::ForwardOptions& o) {
+    nb::gil_scoped_release unlocked;
+    std::string cfg = config;
+    if (algo && cfg.empty()) {  // the algorithm's default config (Plan::create names a bad algo)
+      p.validate();
+      const conv::Algorithm* a = conv::find_algorithm(*algo);
+      if (a && a->applicable(p).ok) cfg = a->configs(p).front();
+    }
+    plan_ = std::make_unique<conv::Plan>(algo ? conv::Plan::create(p, *algo, cfg, o)
+                                              : conv::Plan::create(p, o));
+  }
+
+  void pack_weights(nb::handle w_obj) {
+    const conv::ConvProblem& p = plan_->problem();
+    Tensor w = as_tensor(w_obj, "w", 4);
+    check_shape(w, "w", {p.K, p.Cg(), p.R, p.S}, "(K, C/groups, R, S)");
+    {
+      nb::gil_scoped_release unlocked;
+      plan_->pack_weights(w.data);
+    }
+    // An algorithm that does not pack keeps the pointer: keep the array alive with it.
+    weights_ = std::move(w);
+  }
+
+  NumpyArray execute(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj) {
+    const conv::ConvProblem& p = plan_->problem();
+    const Tensor x = as_tensor(x_obj, "x", 4);
+    check_shape(x, "x", {p.N, p.C, p.H, p.W}, "(N, C, H, W)");
+    std::optional<Tensor> w, bias;
+    if (!w_obj.is_none()) {
+      w = as_tensor(w_obj, "w", 4);
+      check_shape(*w, "w", {p.K, p.Cg(), p.R, p.S}, "(K, C/groups, R, S)");
+    } else if (!plan_->has_packed_weights()) {
+      throw conv::Error("w: required: call pack_weights(w) first or pass w to execute()");
+    }
+    if (!bias_obj.is_none()) {
+      bias = as_tensor(bias_obj, "bias", 1);
+      check_shape(*bias, "bias", {p.K}, "(K,)");
+    }
+    float* y = nullptr;
+    NumpyArray out = new_array({p.N, p.K, p.OH(), p.OW()}, &y);
+    {
+      nb::gil_scoped_release unlocked;
+      plan_->execute(x.data, w ? w->data : nullptr, bias ? bias->data : nullptr, y);
+    }
+    return out;
+  }
+
+  const conv::Plan& plan() const { return *plan_; }
+
+ private:
+  std::unique_ptr<conv::Plan> plan_;
+  std::optional<Tensor> weights_;
+};
+
+nb::dict choice(const PyPlan& self) {
+  const conv::ForwardResult& c = self.plan().choice();
+  nb::dict d;
+  d["algo"] = c.algo_id;
+  d["config"] = c.config;
+  d["source"] = conv::to_string(c.source);
+  d["perfdb"] =
+      c.perfdb_path.empty() ? nb::object(nb::none()) : nb::object(nb::str(c.perfdb_path.c_str()));
+  d["workspace_bytes"] = self.plan().workspace_bytes();
+  d["packed_weights"] = self.plan().has_packed_weights();
+  return d;
+}
+
+}  // namespace
+
+void bind_plan(nb::module_& m) {
+  nb::class_<PyPlan>(m, "Plan", kPlanDoc)
+      .def(
+          "__init__",
+          [](PyPlan* self, nb::handle problem, std::optional<std::string> algo,
+             const std::string& config, int threads, std::optional<std::string> perfdb,
+             std::optional<std::string> find_mode, nb::kwargs fields) {
+            conv::ConvProblem p;
+            if (!problem.is_none()) {
+              if (nb::len(fields) > 0)
+                throw conv::Error("Plan: pass a problem or keyword fields (N, C, ...), not both");
+              p = to_problem(problem);
+            } else {
+              p = nb::cast<conv::ConvProblem>(nb::type<conv::ConvProblem>()(**fields));
+            }
+            new (self) PyPlan(p, algo, config, forward_options(threads, perfdb, find_mode));
+          },
+          nb::arg("problem") = nb::none(), nb::kw_only(), nb::arg("algo") = nb::none(),
+          nb::arg("config") = "", nb::arg("threads") = 0, nb::arg("perfdb") = nb::none(),
+          nb::arg("find_mode") = nb::none(), nb::arg("fields"))
+      .def("pack_weights", &PyPlan::pack_weights, nb::arg("w"),
+           "Transforms and keeps the weights w (K, C/groups, R, S) float32; execute() may then "
+           "omit w. For an algorithm that does not pack, the Plan keeps a reference to w instead: "
+           "do not modify it in place while the Plan uses it. Raises convtune.Error for a wrong "
+           "shape or dtype.")
+      .def("execute", &PyPlan::execute, nb::arg("x"), nb::arg("w") = nb::none(),
+           nb::arg("bias") = nb::none(),
+           "Runs the chosen algorithm (GIL released): x (N, C, H, W), w (K, C/groups, R, S) or "
+           "None after pack_weights(), bias (K,) or None; float32, C-contiguous. Returns a new "
+           "float32 numpy.ndarray (N, K, OH, OW). Raises convtune.Error naming the argument.")
+      .def_prop_ro("problem", [](const PyPlan& s) { return s.plan().problem(); })
+      .def_prop_ro(
+          "algo", [](const PyPlan& s) { return s.plan().choice().algo_id; },
+          "the chosen algorithm id, e.g. 'cpu.winograd'")
+      .def_prop_ro(
+          "config", [](const PyPlan& s) { return s.plan().choice().config; },
+          "the chosen config, e.g. 'm4'")
+      .def_prop_ro(
+          "source", [](const PyPlan& s) { return conv::to_string(s.plan().choice().source); },
+          "where the choice came from: 'perfdb', 'tuned' or 'heuristic'")
+      .def_prop_ro(
+          "workspace_bytes", [](const PyPlan& s) { return s.plan().workspace_bytes(); },
+          "scratch memory the chosen algorithm uses, bytes")
+      .def_prop_ro(
+          "has_packed_weights", [](const PyPlan& s) { return s.plan().has_packed_weights(); },
+          "whether execute() may omit w")
+      .def_prop_ro("choice", &choice,
+                   "dict: algo, config, source ('perfdb'/'tuned'/'heuristic'), perfdb (path or "
+                   "None), workspace_bytes, packed_weights")
+      .def("__repr__", [](const PyPlan& s) {
+        const auto& c = s.plan().choice();
+        return "convtune.Plan(" + conv::to_descriptor(s.plan().problem()) + ": " + c.algo_id + " " +
+               c.config + ", " + conv::to_string(c.source) + ")";
+      });
+}
+
+}  // namespace convtune_py

@@ -1,0 +1,171 @@
+// convtune.Problem (conv::ConvProblem) and read_batch_file.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "args.hpp"
+#include "bindings.hpp"
+#include "conv/problem.hpp"
+
+namespace convtune_py {
+
+namespace {
+
+using conv::ConvProblem;
+
+nb::tuple shape(std::initializer_list<int64_t> dims) {
+  nb::list l;
+  for (int64_t d : dims) l.append(d);
+  return nb::tuple(l);
+}
+
+nb::dict to_dict(const ConvProblem& p) {
+  nb::dict d;
+  d["N"] = p.N, d["C"] = p.C, d["H"] = p.H, d["W"] = p.W, d["K"] = p.K, d["R"] = p.R;
+  d["S"] = p.S, d["stride_h"] = p.stride_h, d["stride_w"] = p.stride_w;
+  d["pad_top"] = p.pad_top, d["pad_bottom"] = p.pad_bottom, d["pad_left"] = p.pad_left;
+  d["pad_right"] = p.pad_right, d["dilation_h"] = p.dilation_h, d["dilation_w"] = p.dilation_w;
+  d["groups"] = p.groups, d["name"] = p.name;
+  return d;
+}
+
+const char* kProblemDoc = R"(One forward convolution y = conv(x, w) + bias (conv::ConvProblem).
+
+Problem(descriptor=None, *, N=1, C=1, H=1, W=1, K=1, R=1, S=1, stride=1, padding=0,
+        dilation=1, groups=1, name="")
+
+Either parse a oneDNN benchdnn descriptor, e.g.
+``Problem('mb1ic3ih227oc96kh11sh4n"alexnet:conv1"')``, or give the fields as keywords:
+N batch, C input channels, H x W input size, K output channels, R x S kernel size.
+stride and dilation: an int or a pair (h, w) (dilation 1 = dense); padding: an int, a pair
+(h, w) or a 4-tuple (top, bottom, left, right).
+
+Tensors (all float32, C-contiguous): x (N, C, H, W) NCHW, w (K, C/groups, R, S) KCRS = OIHW,
+bias (K,), y (N, K, OH, OW) with OH = (H + pad_top + pad_bottom - ((R-1)*dilation_h + 1)) //
+stride_h + 1 (OW likewise).
+
+Raises convtune.Error (a ValueError) naming the field, e.g. "ConvProblem.stride_h: must be
+>= 1, got 0", or the descriptor's position of a bad token. Equality compares every field but
+the name; the hash is that of .key.)";
+
+}  // namespace
+
+void bind_problem(nb::module_& m) {
+  nb::class_<ConvProblem>(m, "Problem", kProblemDoc)
+      .def(
+          "__init__",
+          [](ConvProblem* self, std::optional<std::string> descriptor, std::optional<int64_t> N,
+             std::optional<int64_t> C, std::optional<int64_t> H, std::optional<int64_t> W,
+             std::optional<int64_t> K, std::optional<int64_t> R, std::optional<int64_t> S,
+             nb::handle stride, nb::handle padding, nb::handle dilation,
+             std::optional<int64_t> groups, std::optional<std::string> name) {
+            if (descriptor) {
+              const bool fields = N || C || H || W || K || R || S || !stride.is_none() ||
+                                  !padding.is_none() || !dilation.is_none() || groups;
+              if (fields)
+                throw conv::Error(
+                    "Problem: pass a descriptor or keyword fields (N, C, ...), not both");
+              new (self) ConvProblem(conv::parse_descriptor(*descriptor));
+              if (name) self->name = *name;
+              return;
+            }
+            ConvProblem p;
+            p.N = N.value_or(1), p.C = C.value_or(1), p.H = H.value_or(1), p.W = W.value_or(1);
+            p.K = K.value_or(1), p.R = R.value_or(1), p.S = S.value_or(1);
+            nb::int_ one(1), zero(0);
+            set_geometry(p, stride.is_none() ? nb::handle(one) : stride,
+                         padding.is_none() ? nb::handle(zero) : padding,
+                         dilation.is_none() ? nb::handle(one) : dilation, groups.value_or(1));
+            p.name = name.value_or("");
+            p.validate();
+            new (self) ConvProblem(std::move(p));
+          },
+          nb::arg("descriptor") = nb::none(), nb::kw_only(), nb::arg("N") = nb::none(),
+          nb::arg("C") = nb::none(), nb::arg("H") = nb::none(), nb::arg("W") = nb::none(),
+          nb::arg("K") = nb::none(), nb::arg("R") = nb::none(), nb::arg("S") = nb::none(),
+          nb::arg("stride") = nb::none(), nb::arg("padding") = nb::none(),
+          nb::arg("dilation") = nb::none(), nb::arg("groups") = nb::none(),
+          nb::arg("name") = nb::none())
+      .def_static(
+          "from_descriptor", [](const std::string& text) { return conv::parse_descriptor(text); },
+          nb::arg("text"),
+          "Parses a benchdnn descriptor (same as Problem(text)). Raises convtune.Error.")
+      .def_rw("N", &ConvProblem::N, "batch size")
+      .def_rw("C", &ConvProblem::C, "input channels")
+      .def_rw("H", &ConvProblem::H, "input height")
+      .def_rw("W", &ConvProblem::W, "input width")
+      .def_rw("K", &ConvProblem::K, "output channels")
+      .def_rw("R", &ConvProblem::R, "kernel height")
+      .def_rw("S", &ConvProblem::S, "kernel width")
+      .def_rw("stride_h", &ConvProblem::stride_h)
+      .def_rw("stride_w", &ConvProblem::stride_w)
+      .def_rw("pad_top", &ConvProblem::pad_top)
+      .def_rw("pad_bottom", &ConvProblem::pad_bottom)
+      .def_rw("pad_left", &ConvProblem::pad_left)
+      .def_rw("pad_right", &ConvProblem::pad_right)
+      .def_rw("dilation_h", &ConvProblem::dilation_h, "1 = dense")
+      .def_rw("dilation_w", &ConvProblem::dilation_w, "1 = dense")
+      .def_rw("groups", &ConvProblem::groups)
+      .def_rw("name", &ConvProblem::name, "layer name (not part of the key)")
+      .def_prop_ro("stride",
+                   [](const ConvProblem& p) {
+                     return shape({p.stride_h, p.stride_w});
+                   })
+      .def_prop_ro(
+          "padding",
+          [](const ConvProblem& p) {
+            return shape({p.pad_top, p.pad_bottom, p.pad_left, p.pad_right});
+          },
+          "(top, bottom, left, right)")
+      .def_prop_ro("dilation",
+                   [](const ConvProblem& p) {
+                     return shape({p.dilation_h, p.dilation_w});
+                   })
+      .def_prop_ro("OH", &ConvProblem::OH, "output height")
+      .def_prop_ro("OW", &ConvProblem::OW, "output width")
+      .def_prop_ro("x_shape",
+                   [](const ConvProblem& p) {
+                     return shape({p.N, p.C, p.H, p.W});
+                   })
+      .def_prop_ro("w_shape",
+                   [](const ConvProblem& p) {
+                     return shape({p.K, p.Cg(), p.R, p.S});
+                   })
+      .def_prop_ro("y_shape",
+                   [](const ConvProblem& p) {
+                     return shape({p.N, p.K, p.OH(), p.OW()});
+                   })
+      .def_prop_ro("flops", &ConvProblem::flops,
+                   "direct-convolution FLOPs, 2*N*K*(C/groups)*R*S*OH*OW (bias not counted)")
+      .def_prop_ro("descriptor", &conv::to_descriptor,
+                   "benchdnn descriptor text, name included (parses back to an equal Problem)")
+      .def_prop_ro("key", &ConvProblem::key,
+                   "the perf-database key: every field explicit, no name. Raises convtune.Error "
+                   "for an invalid problem")
+      .def("validate", &ConvProblem::validate,
+           "Raises convtune.Error naming the first bad field (fields are writable).")
+      .def("to_dict", &to_dict, "The fields as a dict.")
+      .def("__eq__", [](const ConvProblem& a, const ConvProblem& b) { return a == b; })
+      .def("__hash__", [](const ConvProblem& p) { return std::hash<std::string>()(p.key()); })
+      .def("__repr__",
+           [](const ConvProblem& p) {
+             return "convtune.Problem(" +
+                    nb::cast<std::string>(nb::repr(nb::str(conv::to_descriptor(p).c_str()))) + ")";
+           })
+      .def("__copy__", [](const ConvProblem& p) { return p; })
+      .def("__getstate__", [](const ConvProblem& p) { return conv::to_descriptor(p); })
+      .def("__setstate__", [](ConvProblem& p, const std::string& text) {
+        new (&p) ConvProblem(conv::parse_descriptor(text));
+      });
+
+  m.def("read_batch_file", &conv::read_batch_file, nb::arg("path"),
+        "The problems of a benchdnn batch file (one or more descriptors per line, # comments, "
+        "--mb=N, --batch=FILE), in file order: list of Problem. Raises convtune.Error "
+        "'<path>:<line>: ...'.");
+}
+
+}  // namespace convtune_py

@@ -1,0 +1,246 @@
+// convtune.tune and convtune.explain: conv::tune results as plain dicts and lists.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "bindings.hpp"
+#include "conv/perfdb.hpp"
+#include "conv/tuner.hpp"
+#include "peak.hpp"
+
+namespace convtune_py {
+
+namespace {
+
+nb::object number(double v) {
+  return v >= 0 ? nb::object(nb::float_(v)) : nb::none();
+}
+
+nb::dict quality(const conv::MeasureQuality& q) {
+  nb::dict d;
+  d["rounds"] = q.rounds;
+  d["clean_rounds"] = q.clean_rounds;
+  d["spread"] = number(q.spread);
+  d["noisy"] = q.noisy;
+  return d;
+}
+
+nb::dict candidate(const conv::TuneResult& r, size_t i, double peak) {
+  const conv::CandidateResult& c = r.candidates[i];
+  nb::dict d;
+  d["algo"] = c.algo_id;
+  d["config"] = c.config;
+  d["status"] = c.status;
+  d["message"] = c.message;
+  d["min_ms"] = number(c.min_ms);
+  d["median_ms"] = number(c.median_ms);
+  d["max_ms"] = number(c.max_ms);
+  d["packed_min_ms"] = number(c.packed_min_ms);
+  d["packed_median_ms"] = number(c.packed_median_ms);
+  d["gflops"] = c.median_ms > 0 ? nb::object(nb::float_(c.gflops(r.problem))) : nb::none();
+  if (peak > 0)
+    d["percent_peak"] =
+        c.median_ms > 0 ? nb::object(nb::float_(100 * c.gflops(r.problem) / peak)) : nb::none();
+  d["workspace_bytes"] = c.workspace_bytes;
+  d["error"] = number(c.max_error);
+  d["rel_error"] = number(c.max_rel_error);
+  d["error_bound"] = c.error_bound;
+  d["runs"] = c.runs;
+  d["quality"] = quality(c.quality);
+  d["from_perfdb"] = c.from_perfdb;
+  d["winner"] = static_cast<int>(i) == r.winner;
+  d["packed_winner"] = static_cast<int>(i) == r.packed_winner;
+  return d;
+}
+
+nb::dict result(const conv::TuneResult& r, double peak) {
+  nb::dict d;
+  d["name"] = r.problem.name;
+  d["problem"] = conv::to_descriptor(r.problem);
+  d["key"] = r.problem.key();
+  d["gflop"] = r.problem.flops() / 1e9;
+  d["fingerprint"] = r.fingerprint;
+  d["reference"] = r.reference;
+  d["complete"] = r.complete;
+  d["noisy"] = r.noisy;
+  d["packed_noisy"] = r.packed_noisy;
+  d["elapsed_ms"] = r.elapsed_ms;
+  nb::list candidates;
+  for (size_t i = 0; i < r.candidates.size(); ++i) candidates.append(candidate(r, i, peak));
+  d["candidates"] = candidates;
+  d["winner"] = r.winner >= 0 ? nb::object(candidates[r.winner]) : nb::none();
+  d["packed_winner"] = r.packed_winner >= 0 ? nb::object(candidates[r.packed_winner]) : nb::none();
+  nb::list na;
+  for (const auto& n : r.not_applicable) {
+    nb::dict e;
+    e["algo"] = n.algo_id;
+    e["reason"] = n.reason;
+    na.append(e);
+  }
+  d["not_applicable"] = na;
+  return d;
+}
+
+struct Knobs {
+  int threads;
+  std::string algo;
+  double budget_s, batch_ms;
+  int min_rounds, max_rounds;
+  std::optional<double> workspace_limit;
+  bool check;
+};
+
+conv::TuneOptions options(const Knobs& k) {
+  if (k.min_rounds < 1) throw conv::Error("min_rounds: must be >= 1");
+  if (k.max_rounds < k.min_rounds) throw conv::Error("max_rounds: must be >= min_rounds");
+  if (!(k.budget_s > 0)) throw conv::Error("budget_s: must be > 0");
+  if (!(k.batch_ms >= 0)) throw conv::Error("batch_ms: must be >= 0");
+  if (k.workspace_limit && !(*k.workspace_limit >= 0))
+    throw conv::Error("workspace_limit: must be >= 0 bytes");
+  conv::TuneOptions o;
+  o.threads = k.threads;
+  conv::resolve_threads(k.threads);
+  o.algo_pattern = k.algo;
+  o.budget_ms = k.budget_s * 1000;
+  o.batch_ms = k.batch_ms;
+  o.min_rounds = k.min_rounds;
+  o.max_rounds = k.max_rounds;
+  if (k.workspace_limit) o.workspace_limit = static_cast<size_t>(*k.workspace_limit);
+  o.check = k.check;
+  return o;
+}
+
+const char* kTuneDoc = R"(Measures every algorithm and config on one problem and stores the result.
+
+tune(problem, *, threads=0, algo="", budget_s=120, min_rounds=3, max_rounds=20, batch_ms=1.0,
+     workspace_limit=None, check=True, perfdb=None, store=True, force=False) -> dict
+
+problem: a convtune.Problem or a benchdnn descriptor string. Each candidate runs once on random
+data checked against a float64 reference, then is timed in interleaved rounds (a round repeats
+the run for batch_ms milliseconds; min_rounds..max_rounds rounds; budget_s seconds for the whole
+problem). algo: only algorithm ids containing one of these comma-separated substrings.
+workspace_limit: bytes. With store (default), the perf database at `perfdb` (default
+$CONVTUNE_PERFDB, else ~/.cache/convtune/perfdb.sqlite) provides the candidates it already holds
+(measured again only with force) and receives the measurements, and the winners when the
+measurement is complete, as `autotune tune` does. The GIL is released while measuring.
+
+Returns a dict: name, problem (descriptor text; convtune.Problem(d["problem"]) rebuilds it), key, gflop, fingerprint, reference,
+complete (every candidate has a final status, so the winner is stored), noisy, elapsed_ms,
+stored (bool), perfdb (path or None),
+candidates: list of dicts (registry order) with algo, config, status ("ok", "rejected": error
+above bound, "failed": raised, "skipped": budget or workspace), message, min_ms (the fastest
+clean round, what the choice uses), median_ms, max_ms, packed_min_ms and packed_median_ms
+(with pre-packed weights, a Plan's time; None when not packable), gflops (GFLOP/s at the median),
+workspace_bytes, error (max |y - y_ref| / error scale, compared with error_bound), rel_error
+(max |y - y_ref| / (|bias| + sum|x*w|)), runs, quality (rounds, clean_rounds, spread, noisy),
+from_perfdb, winner (bool), packed_winner (bool); times in ms, None when not measured;
+winner / packed_winner: the winning candidate's dict or None; not_applicable: list of
+{algo, reason}. Raises convtune.Error for a bad problem, option or perf database.)";
+
+nb::dict tune(nb::handle problem, int threads, const std::string& algo, double budget_s,
+              int min_rounds, int max_rounds, double batch_ms,
+              std::optional<double> workspace_limit, bool check,
+              const std::optional<std::string>& perfdb, bool store, bool force) {
+  const conv::ConvProblem p = to_problem(problem);
+  p.validate();
+  conv::TuneOptions o =
+      options({threads, algo, budget_s, batch_ms, min_rounds, max_rounds, workspace_limit, check});
+  std::optional<conv::PerfDb> db;
+  conv::TuneResult r;
+  {
+    nb::gil_scoped_release unlocked;
+    if (store) {
+      db.emplace(conv::PerfDb::open(perfdb ? *perfdb : conv::PerfDb::default_path()));
+      if (!force) o.measured = db->candidates(o.device.fingerprint(o.threads), p.key());
+    }
+    r = conv::tune(p, o);
+    if (db) conv::store_result(*db, r);
+  }
+  nb::dict d = result(r, 0);
+  d["stored"] = db && r.complete && r.winner >= 0;
+  d["perfdb"] = db ? nb::object(nb::str(db->path().c_str())) : nb::none();
+  return d;
+}
+
+const char* kExplainDoc = R"(Measures every algorithm on one problem now and explains the choice.
+
+explain(problem, *, threads=0, algo="", budget_s=120, min_rounds=3, max_rounds=20,
+        batch_ms=1.0, workspace_limit=None, check=True, perfdb=None) -> dict
+
+Like tune(..., store=False) (nothing is read from or written to a perf database while
+measuring), plus: peak_gflops (this CPU's measured FMA peak, GFLOP/s; 0 when unknown), each
+candidate's percent_peak, and stored_winner: what best_forward would run today from the perf
+database at `perfdb` (default path) or a system one, as {algo, config, min_ms, perfdb}, or None.
+Raises convtune.Error.)";
+
+nb::dict explain(nb::handle problem, int threads, const std::string& algo, double budget_s,
+                 int min_rounds, int max_rounds, double batch_ms,
+                 std::optional<double> workspace_limit, bool check,
+                 const std::optional<std::string>& perfdb) {
+  const conv::ConvProblem p = to_problem(problem);
+  p.validate();
+  const conv::TuneOptions o =
+      options({threads, algo, budget_s, batch_ms, min_rounds, max_rounds, workspace_limit, check});
+  conv::TuneResult r;
+  double peak = 0;
+  std::optional<conv::PerfWinner> stored;
+  std::string stored_in;
+  {
+    nb::gil_scoped_release unlocked;
+    peak = conv::measure_fma_peak_gflops(threads);
+    r = conv::tune(p, o);
+    std::vector<std::string> paths;
+    try {
+      paths.push_back(perfdb ? *perfdb : conv::PerfDb::default_path());
+    } catch (const conv::Error&) {  // no $HOME: only the system databases
+    }
+    for (const auto& s : conv::system_perfdb_paths()) paths.push_back(s);
+    for (const auto& path : paths) {
+      if (!conv::PerfDb::file_exists(path)) continue;
+      try {
+        stored = conv::PerfDb::open(path, true).lookup(r.fingerprint, p.key());
+      } catch (const conv::Error&) {  // unreadable: best_forward skips it too
+      }
+      if (stored) {
+        stored_in = path;
+        break;
+      }
+    }
+  }
+  nb::dict d = result(r, peak);
+  d["peak_gflops"] = peak;
+  if (stored) {
+    nb::dict s;
+    s["algo"] = stored->algo_id;
+    s["config"] = stored->config;
+    s["min_ms"] = number(stored->min_ms);
+    s["perfdb"] = stored_in;
+    d["stored_winner"] = s;
+  } else {
+    d["stored_winner"] = nb::none();
+  }
+  return d;
+}
+
+}  // namespace
+
+void bind_tune(nb::module_& m) {
+  m.def("tune", &tune, nb::arg("problem"), nb::kw_only(), nb::arg("threads") = 0,
+        nb::arg("algo") = "", nb::arg("budget_s") = 120.0, nb::arg("min_rounds") = 3,
+        nb::arg("max_rounds") = 20, nb::arg("batch_ms") = 1.0,
+        nb::arg("workspace_limit") = nb::none(), nb::arg("check") = true,
+        nb::arg("perfdb") = nb::none(), nb::arg("store") = true, nb::arg("force") = false,
+        kTuneDoc);
+  m.def("explain", &explain, nb::arg("problem"), nb::kw_only(), nb::arg("threads") = 0,
+        nb::arg("algo") = "", nb::arg("budget_s") = 120.0, nb::arg("min_rounds") = 3,
+        nb::arg("max_rounds") = 20, nb::arg("batch_ms") = 1.0,
+        nb::arg("workspace_limit") = nb::none(), nb::arg("check") = true,
+        nb::arg("perfdb") = nb::none(), kExplainDoc);
+}
+
+}  // namespace convtune_py

@@ -1,0 +1,88 @@
+"""convtune.conv2d against a float64 NumPy reference (fresh random data each run)."""
+
+import numpy as np
+import pytest
+
+import convtune
+from conftest import assert_close, conv2d_ref
+
+# (N, C, H, W, K, R, S, stride, padding, dilation, groups, with_bias)
+CASES = [
+    (2, 3, 17, 19, 8, 3, 3, 1, 1, 1, 1, True),
+    (1, 4, 20, 18, 6, 5, 3, (2, 1), (2, 1), 1, 1, False),
+    (1, 4, 15, 15, 8, 3, 3, 1, 2, 2, 1, True),
+    (2, 6, 12, 12, 9, 3, 3, 1, 1, 1, 3, True),
+    (1, 8, 14, 14, 8, 3, 3, 2, 1, 1, 8, True),
+    (1, 3, 13, 11, 4, 3, 2, 1, (0, 2, 1, 0), 1, 1, True),
+    (1, 16, 7, 7, 8, 1, 1, 1, 0, 1, 1, False),
+    (1, 1, 31, 31, 4, 11, 11, 4, 0, 1, 1, False),
+    (1, 2, 9, 9, 3, 3, 3, 1, 4, 1, 1, True),
+]
+
+
+def make(rng, n, c, h, w, k, r, s, groups, with_bias):
+    x = rng.uniform(-1, 1, (n, c, h, w)).astype(np.float32)
+    wt = rng.uniform(-1, 1, (k, c // groups, r, s)).astype(np.float32)
+    b = rng.uniform(-1, 1, k).astype(np.float32) if with_bias else None
+    return x, wt, b
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:7])) + "-s%s-p%s-d%s-g%s" % c[7:11])
+def test_matches_reference(rng, case):
+    n, c, h, w, k, r, s, stride, padding, dilation, groups, with_bias = case
+    x, wt, b = make(rng, n, c, h, w, k, r, s, groups, with_bias)
+    y = convtune.conv2d(x, wt, b, stride=stride, padding=padding, dilation=dilation,
+                        groups=groups)
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.flags.c_contiguous
+    ref, scale = conv2d_ref(x, wt, b, stride, padding, dilation, groups)
+    assert_close(y, ref, scale)
+    p = convtune.Problem(N=n, C=c, H=h, W=w, K=k, R=r, S=s, stride=stride, padding=padding,
+                         dilation=dilation, groups=groups)
+    assert y.shape == p.y_shape
+
+
+def test_second_call_uses_stored_winner(rng):
+    x, wt, b = make(rng, 1, 3, 10, 10, 4, 3, 3, 1, True)
+    y1 = convtune.conv2d(x, wt, b, padding=1)
+    y2 = convtune.conv2d(x, wt, b, padding=1)
+    np.testing.assert_array_equal(y1, y2)
+    key = convtune.Problem(C=3, H=10, W=10, K=4, R=3, S=3, padding=1).key
+    rows = convtune.read_perfdb()
+    assert any(r["key"] == key and r["path"] == "oneshot" for r in rows["winners"])
+
+
+def test_heuristic_find_mode(rng):
+    x, wt, _ = make(rng, 1, 2, 8, 8, 3, 3, 3, 1, False)
+    y = convtune.conv2d(x, wt, find_mode="heuristic")
+    ref, scale = conv2d_ref(x, wt)
+    assert_close(y, ref, scale)
+
+
+class DLPackOnly:
+    """Exposes an array only through the DLPack protocol (as a CPU torch.Tensor would)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_dlpack_input(rng):
+    x, wt, b = make(rng, 1, 3, 12, 12, 5, 3, 3, 1, True)
+    y = convtune.conv2d(DLPackOnly(x), DLPackOnly(wt), DLPackOnly(b), padding=1)
+    ref, scale = conv2d_ref(x, wt, b, padding=1)
+    assert_close(y, ref, scale)
+    np.testing.assert_array_equal(y, convtune.conv2d(x, wt, b, padding=1))
+    assert not hasattr(DLPackOnly(x), "__array__")
+
+
+def test_read_only_input(rng):
+    x, wt, _ = make(rng, 1, 3, 12, 12, 5, 3, 3, 1, False)
+    x.setflags(write=False)
+    y = convtune.conv2d(x, wt, padding=1)
+    ref, scale = conv2d_ref(x, wt, padding=1)
+    assert_close(y, ref, scale)

@@ -1,0 +1,79 @@
+"""convtune.Problem and convtune.Plan (pre-packed weights) against conv2d and the reference."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+import convtune
+from conftest import assert_close, conv2d_ref
+
+
+def test_problem_from_descriptor_and_keywords():
+    p = convtune.Problem('mb1ic3ih227oc96kh11sh4n"alexnet:conv1"')
+    assert (p.N, p.C, p.H, p.W, p.K, p.R, p.S) == (1, 3, 227, 227, 96, 11, 11)
+    assert p.stride == (4, 4) and p.padding == (0, 0, 0, 0) and p.name == "alexnet:conv1"
+    assert (p.OH, p.OW) == (55, 55)
+    assert p.key == "g1mb1ic3ih227iw227oc96oh55ow55kh11kw11sh4sw4ph0pw0dh0dw0"
+    q = convtune.Problem(N=1, C=3, H=227, W=227, K=96, R=11, S=11, stride=4)
+    assert q == p and hash(q) == hash(p)
+    assert convtune.Problem(p.descriptor) == p
+    assert convtune.Problem.from_descriptor(p.descriptor).name == "alexnet:conv1"
+    assert pickle.loads(pickle.dumps(p)) == p
+    assert p.x_shape == (1, 3, 227, 227) and p.w_shape == (96, 3, 11, 11)
+    assert p.y_shape == (1, 96, 55, 55)
+    assert p.flops == 2 * 96 * 3 * 11 * 11 * 55 * 55
+    assert "alexnet:conv1" in repr(p)
+
+
+def test_problem_asymmetric_and_groups():
+    p = convtune.Problem(N=2, C=8, H=10, W=9, K=4, R=3, S=2, stride=(2, 1),
+                         padding=(0, 1, 2, 0), dilation=(1, 2), groups=2)
+    assert p.padding == (0, 1, 2, 0) and p.stride == (2, 1) and p.dilation == (1, 2)
+    assert p.w_shape == (4, 4, 3, 2)
+    assert p.OH == (10 + 1 - 3) // 2 + 1 and p.OW == (9 + 2 - 3) // 1 + 1
+    d = p.to_dict()
+    assert d["pad_left"] == 2 and d["groups"] == 2
+    p.stride_h = 0
+    with pytest.raises(convtune.Error, match="stride_h"):
+        p.validate()
+
+
+def test_plan_equals_conv2d(rng):
+    p = convtune.Problem(N=2, C=4, H=14, W=14, K=8, R=3, S=3, padding=1)
+    x = rng.uniform(-1, 1, p.x_shape).astype(np.float32)
+    w = rng.uniform(-1, 1, p.w_shape).astype(np.float32)
+    b = rng.uniform(-1, 1, p.K).astype(np.float32)
+    plan = convtune.Plan(p)
+    assert plan.problem == p
+    assert plan.source in ("tuned", "perfdb")
+    assert plan.algo in convtune.algorithms()
+    assert set(plan.choice) >= {"algo", "config", "source", "workspace_bytes"}
+    plan.pack_weights(w)
+    assert plan.has_packed_weights
+    y_plan = plan.execute(x, bias=b)
+    y_conv = convtune.conv2d(x, w, b, padding=1)
+    ref, scale = conv2d_ref(x, w, b, padding=1)
+    assert_close(y_plan, ref, scale)
+    assert_close(y_conv, ref, scale)
+    # Both are correct; possibly different algorithms, so equal within the tolerance.
+    np.testing.assert_allclose(y_plan, y_conv, rtol=0, atol=2e-3 * scale.max())
+    np.testing.assert_array_equal(plan.execute(x, w, b), plan.execute(x, bias=b))
+
+
+def test_plan_named_algorithm_and_keywords(rng):
+    plan = convtune.Plan(N=1, C=3, H=9, W=9, K=2, R=3, S=3, stride=2,
+                         algo="cpu.im2col_gemm")
+    assert plan.algo == "cpu.im2col_gemm"
+    p = plan.problem
+    x = rng.uniform(-1, 1, p.x_shape).astype(np.float32)
+    w = rng.uniform(-1, 1, p.w_shape).astype(np.float32)
+    with pytest.raises(convtune.Error, match=r"^w: required"):
+        plan.execute(x)
+    y = plan.execute(x, w)
+    ref, scale = conv2d_ref(x, w, stride=2)
+    assert_close(y, ref, scale)
+    with pytest.raises(convtune.Error, match=r"^x: expected shape \(N, C, H, W\)"):
+        plan.execute(x[:, :2].copy(), w)
+    with pytest.raises(convtune.Error):
+        convtune.Plan('mb1ic3ih9oc2kh3', algo="cpu.no_such_algorithm")

@@ -1,0 +1,70 @@
+"""convtune.tune / explain return plain dicts with the winner; the perf database receives it."""
+
+import json
+
+import convtune
+from conftest import QUICK
+
+DESC = 'mb1ic4ih12oc8kh3ph1n"test:tune"'
+
+
+def check_result(r):
+    json.dumps(r)  # plain Python objects only
+    assert r["name"] == "test:tune"
+    assert convtune.Problem(r["problem"]).key == r["key"]
+    assert r["candidates"], "no candidate measured"
+    winners = [c for c in r["candidates"] if c["winner"]]
+    assert len(winners) == 1 and r["winner"] == winners[0]
+    w = r["winner"]
+    assert w["status"] == "ok" and w["min_ms"] > 0 and w["gflops"] > 0
+    assert w["workspace_bytes"] >= 0 and w["error"] <= w["error_bound"]
+    for c in r["candidates"]:
+        assert set(c) >= {"algo", "config", "status", "min_ms", "median_ms", "gflops",
+                          "workspace_bytes", "error", "winner"}
+        if c["status"] == "ok":
+            assert c["min_ms"] <= c["median_ms"]
+    return w
+
+
+def test_tune_stores_winner(tmp_path):
+    db = str(tmp_path / "tune.sqlite")
+    r = convtune.tune(DESC, perfdb=db, **QUICK)
+    w = check_result(r)
+    assert r["complete"] and r["stored"] and r["perfdb"] == db
+    rows = convtune.read_perfdb(db)
+    stored = [x for x in rows["winners"] if x["key"] == r["key"] and x["path"] == "oneshot"]
+    assert len(stored) == 1
+    assert (stored[0]["algo"], stored[0]["config"]) == (w["algo"], w["config"])
+    assert stored[0]["name"] == "test:tune"
+    assert stored[0]["fingerprint"] == convtune.fingerprint()
+    assert len(rows["candidates"]) == len(r["candidates"])
+    # Again without force: everything is already measured, nothing runs.
+    again = convtune.tune(DESC, perfdb=db, **QUICK)
+    assert all(c["from_perfdb"] for c in again["candidates"])
+    assert again["winner"]["algo"] == w["algo"]
+
+
+def test_tune_subset_not_stored(tmp_path):
+    db = str(tmp_path / "subset.sqlite")
+    r = convtune.tune(convtune.Problem(DESC), algo="im2col", perfdb=db, **QUICK)
+    assert {c["algo"] for c in r["candidates"]} == {"cpu.im2col_gemm"}
+    assert not r["complete"] and not r["stored"]
+    assert r["not_applicable"]
+    assert convtune.read_perfdb(db)["winners"] == []
+
+
+def test_explain(tmp_path):
+    db = str(tmp_path / "explain.sqlite")
+    convtune.tune(DESC, perfdb=db, **QUICK)
+    e = convtune.explain(DESC, perfdb=db, **QUICK)
+    check_result(e)
+    assert e["peak_gflops"] >= 0
+    assert e["stored_winner"]["perfdb"] == db
+    assert not any(c["from_perfdb"] for c in e["candidates"])
+
+
+def test_tune_bad_option():
+    import pytest
+
+    with pytest.raises(convtune.Error, match="max_rounds"):
+        convtune.tune(DESC, min_rounds=3, max_rounds=2, store=False)

@@ -1,0 +1,258 @@
+// One ONNX Conv node -> one ConvProblem: shapes of X and W, attributes, auto_pad arithmetic.
+// Every attribute is type- and range-checked before it is used in arithmetic.
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "onnx_conv.hpp"
+
+namespace conv::import::onnx_import {
+
+namespace {
+
+std::string quoted(const std::string& s) {
+  return "\"" + s + "\"";
+}
+
+std::string list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+const onnx::AttributeProto* find_attr(const onnx::NodeProto& node, const char* name) {
+  for (const auto& a : node.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+/// The attribute's type; files written by old exporters may leave `type` unset (UNDEFINED), in
+/// which case the populated field says what it is.
+onnx::AttributeProto::AttributeType type_of(const onnx::AttributeProto& a) {
+  if (a.type() != onnx::AttributeProto::UNDEFINED) return a.type();
+  if (a.ints_size() > 0) return onnx::AttributeProto::INTS;
+  if (a.has_i()) return onnx::AttributeProto::INT;
+  if (a.has_s()) return onnx::AttributeProto::STRING;
+  return onnx::AttributeProto::UNDEFINED;
+}
+
+std::string type_name(onnx::AttributeProto::AttributeType t) {
+  return onnx::AttributeProto::AttributeType_Name(t);
+}
+
+int64_t int_attr(const NodeRef& at, const char* name, int64_t lo, int64_t fallback) {
+  const onnx::AttributeProto* a = find_attr(at.node, name);
+  if (!a) return fallback;
+  const std::string where = "attribute " + quoted(name) + ": ";
+  if (type_of(*a) != onnx::AttributeProto::INT)
+    at.fail(where + "expected an INT, got " + type_name(type_of(*a)));
+  if (a->i() < lo || a->i() > kMaxValue)
+    at.fail(where + std::to_string(a->i()) + " is out of range [" + std::to_string(lo) + ", 2^31]");
+  return a->i();
+}
+
+/// NOTSET, VALID, SAME_UPPER or SAME_LOWER (default NOTSET).
+std::string auto_pad_attr(const NodeRef& at) {
+  const onnx::AttributeProto* a = find_attr(at.node, "auto_pad");
+  if (!a) return "NOTSET";
+  if (type_of(*a) != onnx::AttributeProto::STRING)
+    at.fail("attribute \"auto_pad\": expected a STRING, got " + type_name(type_of(*a)));
+  const std::string& s = a->s();
+  if (s != "NOTSET" && s != "VALID" && s != "SAME_UPPER" && s != "SAME_LOWER")
+    at.fail("attribute \"auto_pad\": " + quoted(s) +
+            " is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+  return s;
+}
+
+[[noreturn]] void unsupported(const NodeRef& at, const std::string& what, int rank) {
+  at.fail("not supported: " + std::to_string(rank - 2) + "-D convolution (" + what + " has " +
+          std::to_string(rank) + " dims); only 2-D Conv (NCHW) is imported");
+}
+
+/// Refuses 1-D and 3-D convolutions (by W rank, X rank or kernel_shape length) and other ranks.
+void check_rank(const NodeRef& at, const std::string& role, const std::string& tensor,
+                const onnx::TensorShapeProto* shape) {
+  if (!shape || shape->dim_size() == 4) return;
+  const int rank = shape->dim_size();
+  const std::string what = "input " + role + " " + quoted(tensor);
+  if (rank == 3 || rank == 5) unsupported(at, what, rank);
+  at.fail(what + ": expected 4 dims, got " + std::to_string(rank));
+}
+
+/// A dimension of `tensor` as a number in [1, 2^31], or failure naming what is wrong with it.
+int64_t dim_value(const NodeRef& at, const Shapes& shapes, const std::string& role,
+                  const std::string& tensor, const onnx::TensorShapeProto& shape, int i) {
+  const auto& d = shape.dim(i);
+  const std::string what =
+      "input " + role + " " + quoted(tensor) + ": dimension " + std::to_string(i);
+  if (d.has_dim_value()) {
+    if (d.dim_value() < 1 || d.dim_value() > kMaxValue)
+      at.fail(what + " = " + std::to_string(d.dim_value()) + " is out of range [1, 2^31]");
+    return d.dim_value();
+  }
+  const std::string param = d.has_dim_param() ? d.dim_param() : "";
+  const std::string input = shapes.input_behind(tensor, param);
+  std::string msg = what + (param.empty() ? " is unknown" : " is symbolic (" + quoted(param) + ")");
+  if (!input.empty() && input != tensor) msg += ", from graph input " + quoted(input);
+  at.fail(msg + "; pass the input shape with --input " + (input.empty() ? "NAME" : input) +
+          "=NxCxHxW");
+}
+
+/// SAME_UPPER / SAME_LOWER: the total pad that makes the output ceil(in / stride) long, split
+/// evenly with the odd one at the end (UPPER) or the start (LOWER). Inputs are <= 2^31, so no
+/// overflow. Returns {begin, end}.
+std::pair<int64_t, int64_t> same_pads(int64_t in, int64_t k, int64_t stride, int64_t dil,
+                                      bool upper) {
+  const int64_t out = (in + stride - 1) / stride;
+  const int64_t total = std::max<int64_t>(0, (out - 1) * stride + (k - 1) * dil + 1 - in);
+  const int64_t small = total / 2, big = total - small;
+  return upper ? std::pair{small, big} : std::pair{big, small};
+}
+
+}  // namespace
+
+NodeRef::NodeRef(const Source& s, const onnx::NodeProto& n) : src(s), node(n) {
+  name = !n.name().empty() ? n.name() : n.output_size() > 0 ? n.output(0) : "(unnamed)";
+}
+
+void NodeRef::fail(const std::string& what) const {
+  src.fail("node " + quoted(name) + " (" + node.op_type() + "): " + what);
+}
+
+bool is_onnx_op(const onnx::NodeProto& node, const char* op) {
+  return node.op_type() == op && (node.domain().empty() || node.domain() == "ai.onnx");
+}
+
+std::vector<int64_t> ints_attr(const NodeRef& at, const char* name, size_t len, int64_t lo,
+                               std::vector<int64_t> fallback) {
+  const onnx::AttributeProto* a = find_attr(at.node, name);
+  if (!a) return fallback;
+  const std::string where = "attribute " + quoted(name) + ": ";
+  if (type_of(*a) != onnx::AttributeProto::INTS)
+    at.fail(where + "expected INTS, got " + type_name(type_of(*a)));
+  const std::vector<int64_t> v(a->ints().begin(), a->ints().end());
+  if (len && v.size() != len)
+    at.fail(where + "expected " + std::to_string(len) + " values, got " + std::to_string(v.size()) +
+            " " + list(v));
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] < lo || v[i] > kMaxValue)
+      at.fail(where + "value " + std::to_string(v[i]) + " at index " + std::to_string(i) +
+              " is out of range [" + std::to_string(lo) + ", 2^31]");
+  return v;
+}
+
+Shapes::Shapes(const onnx::GraphProto& graph) : graph_(graph) {
+  for (const auto& t : graph.initializer()) {
+    onnx::TensorShapeProto s;
+    for (const int64_t d : t.dims()) s.add_dim()->set_dim_value(d);
+    initializers_.emplace(t.name(), std::move(s));
+  }
+  for (const auto* vis : {&graph.input(), &graph.value_info(), &graph.output()})
+    for (const auto& vi : *vis)
+      if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
+        declared_.emplace(vi.name(), &vi.type().tensor_type().shape());
+}
+
+const onnx::TensorShapeProto* Shapes::find(const std::string& tensor) const {
+  if (const auto it = initializers_.find(tensor); it != initializers_.end()) return &it->second;
+  const auto it = declared_.find(tensor);
+  return it == declared_.end() ? nullptr : it->second;
+}
+
+std::string Shapes::input_behind(const std::string& tensor, const std::string& dim_param) const {
+  std::string same_param, incomplete;
+  for (const auto& vi : graph_.input()) {
+    if (initializers_.count(vi.name())) continue;
+    if (vi.name() == tensor) return tensor;
+    const auto& t = vi.type().tensor_type();
+    if (!t.has_shape()) {
+      if (incomplete.empty()) incomplete = vi.name();
+      continue;
+    }
+    for (const auto& d : t.shape().dim()) {
+      if (!dim_param.empty() && d.dim_param() == dim_param && same_param.empty())
+        same_param = vi.name();
+      if (!d.has_dim_value() && incomplete.empty()) incomplete = vi.name();
+    }
+  }
+  return !same_param.empty() ? same_param : incomplete;
+}
+
+void check_conv_ranks(const NodeRef& at, const Shapes& shapes) {
+  const auto& node = at.node;
+  if (node.input_size() > 1 && !node.input(1).empty())
+    check_rank(at, "W", node.input(1), shapes.find(node.input(1)));
+  if (node.input_size() > 0 && !node.input(0).empty())
+    check_rank(at, "X", node.input(0), shapes.find(node.input(0)));
+  if (const onnx::AttributeProto* k = find_attr(node, "kernel_shape"))
+    if (k->ints_size() == 1 || k->ints_size() == 3)
+      unsupported(at, "attribute \"kernel_shape\"", k->ints_size() + 2);
+}
+
+ConvProblem conv_problem(const NodeRef& at, const Shapes& shapes) {
+  const auto& node = at.node;
+  if (node.input_size() < 1 || node.input(0).empty()) at.fail("input X: missing");
+  if (node.input_size() < 2 || node.input(1).empty()) at.fail("input W (weights): missing");
+  check_conv_ranks(at, shapes);
+  const std::string &x = node.input(0), &w = node.input(1);
+
+  const std::string auto_pad = auto_pad_attr(at);
+  const auto kernel = ints_attr(at, "kernel_shape", 2, 1, {});
+  const auto strides = ints_attr(at, "strides", 2, 1, {1, 1});
+  const auto dilations = ints_attr(at, "dilations", 2, 1, {1, 1});
+  const auto pads = ints_attr(at, "pads", 4, 0, {0, 0, 0, 0});
+  const int64_t group = int_attr(at, "group", 1, 1);
+  const bool explicit_pads = std::any_of(node.attribute().begin(), node.attribute().end(),
+                                         [](const auto& a) { return a.name() == "pads"; });
+  if (explicit_pads && auto_pad != "NOTSET")
+    at.fail("attribute \"pads\": given together with auto_pad \"" + auto_pad +
+            "\" (ONNX allows one or the other)");
+
+  const onnx::TensorShapeProto* ws = shapes.find(w);
+  if (!ws)
+    at.fail("input W " + quoted(w) +
+            ": shape unknown (not an initializer, nor a tensor with a declared or inferred shape)");
+  std::vector<int64_t> wd(4);
+  for (int i = 0; i < 4; ++i) wd[i] = dim_value(at, shapes, "W", w, *ws, i);
+  if (!kernel.empty() && (kernel[0] != wd[2] || kernel[1] != wd[3]))
+    at.fail("attribute \"kernel_shape\": " + list(kernel) + " disagrees with the weights " +
+            quoted(w) + " of shape " + list(wd));
+
+  const onnx::TensorShapeProto* xs = shapes.find(x);
+  if (!xs) {
+    const std::string input = shapes.input_behind(x, "");
+    at.fail("input X " + quoted(x) + ": shape unknown" +
+            (!input.empty() && input != x ? " (from graph input " + quoted(input) + ")" : "") +
+            "; pass the input shape with --input " + (input.empty() ? "NAME" : input) + "=NxCxHxW");
+  }
+  std::vector<int64_t> xd(4);
+  for (int i = 0; i < 4; ++i) xd[i] = dim_value(at, shapes, "X", x, *xs, i);
+
+  if (xd[1] % group != 0)
+    at.fail("attribute \"group\": " + std::to_string(group) + " does not divide the " +
+            std::to_string(xd[1]) + " input channels of " + quoted(x));
+  if (wd[0] % group != 0)
+    at.fail("attribute \"group\": " + std::to_string(group) + " does not divide the " +
+            std::to_string(wd[0]) + " output channels of the weights " + quoted(w));
+  if (xd[1] / group != wd[1])
+    at.fail("input W " + quoted(w) + ": " + std::to_string(wd[1]) +
+            " input channels per group, but X has " + std::to_string(xd[1]) + " channels in " +
+            std::to_string(group) + " group(s)");
+
+  ConvProblem p;
+  p.N = xd[0], p.C = xd[1], p.H = xd[2], p.W = xd[3];
+  p.K = wd[0], p.R = wd[2], p.S = wd[3];
+  p.stride_h = strides[0], p.stride_w = strides[1];
+  p.dilation_h = dilations[0], p.dilation_w = dilations[1];
+  p.groups = group;
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const bool upper = auto_pad == "SAME_UPPER";
+    std::tie(p.pad_top, p.pad_bottom) = same_pads(p.H, p.R, p.stride_h, p.dilation_h, upper);
+    std::tie(p.pad_left, p.pad_right) = same_pads(p.W, p.S, p.stride_w, p.dilation_w, upper);
+  } else if (auto_pad == "NOTSET") {  // [x1_begin, x2_begin, x1_end, x2_end]
+    p.pad_top = pads[0], p.pad_left = pads[1], p.pad_bottom = pads[2], p.pad_right = pads[3];
+  }
+  return checked(at.src, at.name, p);
+}
+
+}  // namespace conv::import::onnx_import
