@@ -113,6 +113,82 @@ TEST_CASE(
   CHECK(on_show.code == 2);
 }
 
+TEST_CASE("autotune layers and tune --model: every convolution of a network, duplicates once") {
+  const std::string models = CONVTUNE_MODELS_DIR;
+  auto alex = autotune("layers --model '" + models + "/alexnet.prototxt'");
+  INFO(alex.out);
+  REQUIRE(alex.code == 0);
+  CHECK_THAT(alex.out, Catch::Contains("5 convolution(s), 5 distinct"));
+  CHECK_THAT(alex.out, Catch::Contains("g2mb1ic96ih27oc256kh5ph2n\"alexnet:conv2\""));
+  // The printed batch file reads back to the same problems.
+  TempDir tmp;
+  const std::string batch = (tmp.dir / "alexnet.txt").string();
+  {
+    std::FILE* f = std::fopen(batch.c_str(), "w");
+    REQUIRE(f);
+    std::fputs(alex.out.substr(alex.out.find('#')).c_str(), f);
+    std::fclose(f);
+  }
+  auto again = autotune("layers --batch '" + batch + "'");
+  CHECK(again.out.substr(again.out.find('#')) == alex.out.substr(alex.out.find('#')));
+  // --input replaces the model's shape.
+  auto b8 = autotune("layers --model '" + models + "/resnet50.prototxt' --input data=8x3x224x224");
+  INFO(b8.out);
+  REQUIRE(b8.code == 0);
+  CHECK_THAT(b8.out, Catch::Contains("distinct"));
+  CHECK_THAT(b8.out, Catch::Contains("\nmb8ic3ih224oc64kh7sh2ph3n\"resnet50:conv1\"\n"));
+
+  // A small network with a repeated layer: tuned once, counted, stored under the layer names.
+  const std::string net = (tmp.dir / "twice.prototxt").string();
+  {
+    std::FILE* f = std::fopen(net.c_str(), "w");
+    REQUIRE(f);
+    std::fputs(
+        "name: \"twice\"\n"
+        "layer { name: \"data\" type: \"Input\" top: \"data\"\n"
+        "        input_param { shape { dim: 1 dim: 8 dim: 12 dim: 12 } } }\n"
+        "layer { name: \"a\" type: \"Convolution\" bottom: \"data\" top: \"a\"\n"
+        "        convolution_param { num_output: 8 kernel_size: 3 pad: 1 } }\n"
+        "layer { name: \"b\" type: \"Convolution\" bottom: \"a\" top: \"b\"\n"
+        "        convolution_param { num_output: 8 kernel_size: 3 pad: 1 } }\n",
+        f);
+    std::fclose(f);
+  }
+  auto tuned = autotune("tune --model '" + net + "' --db '" + tmp.db() + "'" + quick);
+  INFO(tuned.out);
+  REQUIRE(tuned.code == 0);
+  CHECK_THAT(tuned.out, Catch::Contains("1 repeated problem(s) tuned once"));
+  CHECK_THAT(tuned.out, Catch::Contains("twice:a"));
+  auto show = autotune("show --threads 2 --db '" + tmp.db() + "'");
+  CHECK_THAT(show.out, Catch::Contains("twice:a"));
+
+  // Bad models: exit 2, the message names the file, the layer and the field.
+  const std::string bad = (tmp.dir / "bad.prototxt").string();
+  {
+    std::FILE* f = std::fopen(bad.c_str(), "w");
+    REQUIRE(f);
+    std::fputs(
+        "input: \"data\"\n"
+        "layer { name: \"c\" type: \"Convolution\" bottom: \"data\" top: \"c\"\n"
+        "        convolution_param { num_output: 8 kernel_size: 3 } }\n",
+        f);
+    std::fclose(f);
+  }
+  auto no_shape = autotune("tune --model '" + bad + "' --db '" + tmp.db() + "'");
+  CHECK(no_shape.code == 2);
+  CHECK_THAT(no_shape.out,
+             Catch::Contains(bad) && Catch::Contains("data") && Catch::Contains("--input"));
+  auto bad_input = autotune("layers --model '" + net + "' --input data=1x8");
+  CHECK(bad_input.code == 2);
+  CHECK_THAT(bad_input.out, Catch::Contains("data"));
+  auto bad_dim = autotune("layers --model '" + net + "' --input data=1xAx2x2");
+  CHECK(bad_dim.code == 2);
+  CHECK_THAT(bad_dim.out, Catch::Contains("--input") && Catch::Contains("\"A\""));
+  auto missing = autotune("layers --model '" + (tmp.dir / "none.onnx").string() + "'");
+  CHECK(missing.code == 2);
+  CHECK_THAT(missing.out, Catch::Contains("none.onnx"));
+}
+
 TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
   auto none = autotune("");
   CHECK(none.code == 2);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -25,11 +26,12 @@ using caffe_layers::Layer;
 using caffe_layers::Shape;
 using caffe_layers::to_string;
 
-/// Larger files are refused before reading; deploy files are kilobytes.
+/// Larger files are refused (deploy files are kilobytes), as are deeper ones: Caffe nets nest 4
+/// deep, and deeper input could exhaust the stack.
 constexpr size_t kMaxFileBytes = size_t{256} << 20;
-/// Deepest message nesting parsed; Caffe nets nest 4 deep, and deeper input could exhaust the
-/// stack.
 constexpr int kMaxNesting = 64;
+/// Skipped unknown fields remembered for hints; the rest are dropped.
+constexpr size_t kMaxWarnings = 100;
 
 /// Parser messages may quote bytes of a binary file: show them as \xNN.
 std::string printable(const std::string& s) {
@@ -53,16 +55,34 @@ class Collector : public google::protobuf::io::ErrorCollector {
   std::string first_error;
   std::vector<std::string> warnings;
 
+#if GOOGLE_PROTOBUF_VERSION >= 4022000  // protobuf 22+: RecordError replaces AddError
+  void RecordError(int line, google::protobuf::io::ColumnNumber column,
+                   absl::string_view message) override {
+    error(line, column, std::string(message));
+  }
+  void RecordWarning(int line, google::protobuf::io::ColumnNumber column,
+                     absl::string_view message) override {
+    warning(line, column, std::string(message));
+  }
+#else
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string& message) override {
-    if (first_error.empty()) first_error = where(line, column) + printable(message);
+    error(line, column, message);
   }
   void AddWarning(int line, google::protobuf::io::ColumnNumber column,
                   const std::string& message) override {
-    warnings.push_back(where(line, column) + printable(message));
+    warning(line, column, message);
   }
+#endif
 
  private:
+  void error(int line, int column, const std::string& message) {
+    if (first_error.empty()) first_error = where(line, column) + printable(message);
+  }
+  void warning(int line, int column, const std::string& message) {
+    if (warnings.size() < kMaxWarnings)
+      warnings.push_back(where(line, column) + printable(message));
+  }
   static std::string where(int line, int column) {
     return "line " + std::to_string(line + 1) + " column " + std::to_string(column + 1) + ": ";
   }
@@ -137,7 +157,8 @@ Shape to_shape(const caffe::BlobShape& b) {
 
 /// One model input: where it is declared (for messages) and its shape in the file, if any.
 struct Input {
-  std::string origin;
+  std::string origin;  ///< `input "data"` or `layer "data" (Input): top "data"`
+  std::string field;   ///< where the file's shape is: input_dim, input_shape, input_param.shape
   std::optional<Shape> shape;
 };
 
@@ -162,7 +183,8 @@ std::map<std::string, Input> declared_inputs(const Source& src, const caffe::Net
     src.fail("input_dim: " + std::to_string(net.input_dim_size()) + " values for " +
              std::to_string(n) + " inputs; give 4 (N, C, H, W) per input");
   for (int i = 0; i < n; ++i) {
-    Input in{"input \"" + net.input(i) + "\"", std::nullopt};
+    Input in{"input \"" + net.input(i) + "\"", net.input_dim_size() ? "input_dim" : "input_shape",
+             std::nullopt};
     if (net.input_shape_size()) in.shape = to_shape(net.input_shape(i));
     if (net.input_dim_size())
       in.shape = Shape(net.input_dim().begin() + 4 * i, net.input_dim().begin() + 4 * i + 4);
@@ -177,7 +199,7 @@ std::map<std::string, Input> declared_inputs(const Source& src, const caffe::Net
       l.fail("input_param.shape", std::to_string(shapes.size()) + " shapes for " +
                                       std::to_string(tops) + " tops; give one, or one per top");
     for (int t = 0; t < tops; ++t) {
-      Input in{l.label() + ": top \"" + l.param.top(t) + "\"", std::nullopt};
+      Input in{l.label() + ": top \"" + l.param.top(t) + "\"", "input_param.shape", std::nullopt};
       if (!shapes.empty()) in.shape = to_shape(shapes[shapes.size() == 1 ? 0 : t]);
       add(l.param.top(t), std::move(in));
     }
@@ -204,7 +226,7 @@ std::map<std::string, Shape> input_shapes(const Source& src,
       check_shape(src, "input \"" + name + "\" (given as an input shape)", g->second);
       r[name] = g->second;
     } else if (in.shape) {
-      check_shape(src, in.origin + ": shape", *in.shape);
+      check_shape(src, in.origin + ": " + in.field, *in.shape);
       r[name] = *in.shape;
     } else {
       src.fail(in.origin + ": no shape in the file; pass --input " + name +
@@ -227,10 +249,15 @@ void need_counts(const Layer& l, int min_bottoms, int max_bottoms, int min_tops,
   check("top", l.param.top_size(), min_tops, max_tops);
 }
 
+/// The layer types after Input that the walk knows.
+constexpr const char* kTypes[] = {"Convolution", "Pooling",   "ReLU",         "LRN",
+                                  "Dropout",     "BatchNorm", "Scale",        "Split",
+                                  "Concat",      "Eltwise",   "InnerProduct", "Softmax"};
+
 /// Propagates shapes through the active layers, appending each Convolution's problem.
 class Walk {
  public:
-  Walk(std::map<std::string, Shape> inputs) : blobs_(std::move(inputs)) {}
+  explicit Walk(std::map<std::string, Shape> inputs) : blobs_(std::move(inputs)) {}
 
   void layer(const Layer& l, std::vector<ConvProblem>& problems) {
     constexpr int kMany = 1 << 30;
@@ -240,6 +267,11 @@ class Walk {
       return;  // its tops are inputs, already known
     }
     if (type.empty()) l.fail("type", "missing");
+    if (std::find(std::begin(kTypes), std::end(kTypes), type) == std::end(kTypes)) {
+      std::string list;
+      for (const char* t : kTypes) list += std::string(list.empty() ? "" : ", ") + t;
+      l.fail("type", "unsupported layer type \"" + type + "\"; supported: Input, " + list);
+    }
     std::vector<Shape> xs;
     for (const std::string& b : l.param.bottom()) xs.push_back(bottom(l, b));
     const std::vector<std::string> bottoms(l.param.bottom().begin(), l.param.bottom().end());
@@ -269,10 +301,6 @@ class Walk {
     } else if (type == "InnerProduct") {
       need_counts(l, 1, 1, 1, 1);
       set_tops(l, caffe_layers::inner_product(l, xs[0]));
-    } else {
-      l.fail("type", "unsupported layer type \"" + type +
-                         "\"; supported: Input, Convolution, Pooling, ReLU, LRN, Dropout, "
-                         "BatchNorm, Scale, Split, Concat, Eltwise, InnerProduct, Softmax");
     }
   }
 

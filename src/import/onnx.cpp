@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include "onnx_conv.hpp"
 
@@ -17,13 +17,16 @@ using onnx_import::NodeRef;
 
 /// The file as a ModelProto; refuses what is not one (garbage, truncated, no graph).
 onnx::ModelProto read_model(const Source& src) {
-  std::ifstream in(src.path, std::ios::binary);
-  if (!in) src.fail("cannot open for reading");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) src.fail("read error");
-  if (bytes.empty()) src.fail("empty file, not an ONNX model");
-  if (bytes.size() > static_cast<size_t>(INT_MAX))
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(src.path, ec);
+  if (ec) src.fail("cannot read: " + ec.message());
+  if (size == 0) src.fail("empty file, not an ONNX model");
+  if (size > static_cast<uintmax_t>(INT_MAX))
     src.fail("larger than 2 GiB, protobuf's limit (ONNX external data is not supported)");
+  std::ifstream in(src.path, std::ios::binary);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
+    src.fail("cannot read " + std::to_string(size) + " bytes");
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes))
     src.fail("not an ONNX model: protobuf parsing of ModelProto failed (garbage or truncated)");
@@ -42,6 +45,18 @@ bool is_initializer(const onnx::GraphProto& graph, const std::string& name) {
                      [&](const auto& t) { return t.name() == name; });
 }
 
+/// The graph's inputs that are not initializers, quoted, at most 8 (weights given as graph inputs
+/// would make the list long).
+std::string input_names(const onnx::GraphProto& graph) {
+  std::string names;
+  int n = 0;
+  for (const auto& in : graph.input()) {
+    if (is_initializer(graph, in.name())) continue;
+    if (n++ < 8) names += (names.empty() ? "\"" : ", \"") + in.name() + "\"";
+  }
+  return n > 8 ? names + ", ... (" + std::to_string(n - 8) + " more)" : names;
+}
+
 /// Replaces the shapes of the graph inputs named in `inputs`. When a shape changes, the file's
 /// value_info and output shapes may be stale, so they are dropped and shape inference redoes them.
 void apply_inputs(const Source& src, onnx::GraphProto& graph, const InputShapes& inputs) {
@@ -51,13 +66,8 @@ void apply_inputs(const Source& src, onnx::GraphProto& graph, const InputShapes&
     onnx::ValueInfoProto* vi = nullptr;
     for (auto& in : *graph.mutable_input())
       if (in.name() == name) vi = &in;
-    if (!vi) {
-      std::string names;
-      for (const auto& in : graph.input())
-        if (!is_initializer(graph, in.name()))
-          names += (names.empty() ? "\"" : ", \"") + in.name() + "\"";
-      src.fail(where + "the model has no input named so (its inputs: " + names + ")");
-    }
+    if (!vi)
+      src.fail(where + "the model has no such input (its inputs: " + input_names(graph) + ")");
     for (size_t i = 0; i < dims.size(); ++i)
       if (dims[i] < 1 || dims[i] > onnx_import::kMaxValue)
         src.fail(where + "dimension " + std::to_string(i) + " = " + std::to_string(dims[i]) +
