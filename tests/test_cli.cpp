@@ -138,6 +138,26 @@ TEST_CASE("autotune layers and tune --model: every convolution of a network, dup
   CHECK_THAT(b8.out, Catch::Contains("distinct"));
   CHECK_THAT(b8.out, Catch::Contains("\nmb8ic3ih224oc64kh7sh2ph3n\"resnet50:conv1\"\n"));
 
+  // ONNX files as a user has them: the ResNet-50 the importer tests build, written to disk.
+  auto made = convtest::run_command(std::string("'") + CONVTUNE_MAKE_ONNX_MODELS + "' '" +
+                                    tmp.dir.string() + "'");
+  REQUIRE(made.code == 0);
+  auto onnx = autotune("layers --model '" + (tmp.dir / "resnet50.onnx").string() + "'");
+  INFO(onnx.out);
+  REQUIRE(onnx.code == 0);
+  CHECK_THAT(onnx.out, Catch::Contains("53 convolution(s), 23 distinct"));
+  auto symbolic = convtest::run_command(std::string("'") + CONVTUNE_MAKE_ONNX_MODELS +
+                                        "' --symbolic-batch '" + tmp.dir.string() + "'");
+  REQUIRE(symbolic.code == 0);
+  auto no_batch = autotune("layers --model '" + (tmp.dir / "alexnet.onnx").string() + "'");
+  CHECK(no_batch.code == 2);
+  CHECK_THAT(no_batch.out, Catch::Contains("alexnet.onnx") && Catch::Contains("input") &&
+                               Catch::Contains("--input"));
+  auto with_batch = autotune("layers --model '" + (tmp.dir / "alexnet.onnx").string() +
+                             "' --input input=2x3x227x227");
+  CHECK(with_batch.code == 0);
+  CHECK_THAT(with_batch.out, Catch::Contains("mb2ic3ih227oc96kh11sh4"));
+
   // A small network with a repeated layer: tuned once, counted, stored under the layer names.
   const std::string net = (tmp.dir / "twice.prototxt").string();
   {

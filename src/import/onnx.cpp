@@ -96,12 +96,14 @@ void apply_inputs(const Source& src, onnx::GraphProto& graph, const InputShapes&
     if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
 }
 
-/// Checks what ONNX shape inference would divide by or index with before it runs: positive
-/// strides, dilations and kernel sizes on every node, and the ranks of each Conv.
-/// ConvTranspose is refused here too (not supported).
-void check_before_inference(const Source& src, const onnx::GraphProto& graph) {
+/// Makes the graph safe for ONNX shape inference, which divides by strides and indexes X's dims
+/// with W's kernel dims unchecked (onnx 1.12 convPoolShapeInference): strides, dilations and
+/// kernel sizes must be >= 1 on every node, Conv ranks must be 2-D where already known, and a
+/// convolution without kernel_shape gets one from its statically known W so that onnx compares
+/// its length with X's rank. ConvTranspose is refused here too (not supported).
+void prepare_for_inference(const Source& src, onnx::GraphProto& graph) {
   const onnx_import::Shapes declared(graph);
-  for (const auto& node : graph.node()) {
+  for (auto& node : *graph.mutable_node()) {
     if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
     const NodeRef at(src, node);
     if (node.op_type() == "ConvTranspose")
@@ -109,6 +111,23 @@ void check_before_inference(const Source& src, const onnx::GraphProto& graph) {
     for (const char* name : {"strides", "dilations", "kernel_shape"})
       onnx_import::ints_attr(at, name, 0, 1, {});
     if (node.op_type() == "Conv") onnx_import::check_conv_ranks(at, declared);
+    const int w = node.op_type() == "QLinearConv"                               ? 3
+                  : node.op_type() == "Conv" || node.op_type() == "ConvInteger" ? 1
+                                                                                : -1;
+    if (w < 0 || node.input_size() <= w) continue;
+    const bool has_kernel_shape =
+        std::any_of(node.attribute().begin(), node.attribute().end(),
+                    [](const auto& a) { return a.name() == "kernel_shape"; });
+    const onnx::TensorShapeProto* ws = declared.find(node.input(w));
+    if (has_kernel_shape || !ws || ws->dim_size() < 3) continue;
+    onnx::AttributeProto kernel;
+    kernel.set_name("kernel_shape");
+    kernel.set_type(onnx::AttributeProto::INTS);
+    for (int i = 2; i < ws->dim_size(); ++i) {
+      if (!ws->dim(i).has_dim_value()) break;
+      kernel.add_ints(ws->dim(i).dim_value());
+    }
+    if (kernel.ints_size() == ws->dim_size() - 2) *node.add_attribute() = kernel;
   }
 }
 
@@ -128,7 +147,7 @@ void infer_shapes(const Source& src, onnx::ModelProto& model) {
 std::vector<ConvProblem> import_onnx(const Source& src, const InputShapes& inputs) {
   onnx::ModelProto model = read_model(src);
   apply_inputs(src, *model.mutable_graph(), inputs);
-  check_before_inference(src, model.graph());
+  prepare_for_inference(src, *model.mutable_graph());
   infer_shapes(src, model);
   const onnx_import::Shapes shapes(model.graph());
   std::vector<ConvProblem> problems;

@@ -252,6 +252,11 @@ ConvProblem conv_problem(const NodeRef& at, const Shapes& shapes) {
   } else if (auto_pad == "NOTSET") {  // [x1_begin, x2_begin, x1_end, x2_end]
     p.pad_top = pads[0], p.pad_left = pads[1], p.pad_bottom = pads[2], p.pad_right = pads[3];
   }
+  try {
+    p.validate();  // the error names the field: the node and its attributes set them
+  } catch (const Error& e) {
+    at.fail(e.what());
+  }
   return checked(at.src, at.name, p);
 }
 
