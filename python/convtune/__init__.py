@@ -34,6 +34,8 @@ from ._convtune import (
     tune,
 )
 
+Error.__module__ = __name__  # shown as convtune.Error
+
 __all__ = [
     "Error",
     "Plan",

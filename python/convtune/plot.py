@@ -8,9 +8,11 @@ stdin) written by ``autotune tune --json``, ``autotune explain --json``, ``autot
 --json``, or json.dump of convtune.tune()/explain() results (one dict or a list of them).
 
 The picture: one line per algorithm, its best time on each layer (the fastest config's
-``min_ms``, the fastest clean round, in ms, log scale), layers along x in file order (a perf
-database's in the order they were first measured, or in the order of --batch FILE); the winner of
-each layer is ringed and labelled with its config. ``-o out.png`` writes out.png and out.svg.
+``min_ms``, the fastest clean round, in ms, log scale), layers along x in file order: a JSON
+file's order, or for a perf database the order of --batch FILE (the layers tuned from it),
+else the order they were first measured (measurement dates have 1 s resolution; ties by key).
+The winner of each layer (the stored one; a JSON's "winner") is ringed and labelled with its
+config and time. ``-o out.png`` writes out.png and out.svg.
 """
 
 import argparse
@@ -56,7 +58,9 @@ def _from_results(entries, path):
                 "label": _label(e.get("name"), e.get("key") or e.get("problem")),
                 "key": e.get("key"),
                 "times": _best_times(e.get("candidates", []), path),
-                "winner": (winner["algo"], winner.get("config", "")) if winner else None,
+                "winner": (winner["algo"], winner.get("config", ""),
+                           bool(e.get("packed_noisy" if path == "packed" else "noisy")))
+                if winner else None,
             }
         )
     return layers
@@ -86,14 +90,15 @@ def _from_rows(rows, path, fingerprint=None, batch=None):
         if c["fingerprint"] != fp:
             continue
         cands.setdefault(c["key"], []).append(c)
-        first_seen[c["key"]] = min(first_seen.get(c["key"], c.get("date") or ""), c.get("date") or "")
+        date = c.get("date") or ""
+        first_seen[c["key"]] = min(first_seen.get(c["key"], date), date)
     for w in rows["winners"]:
         if w["fingerprint"] != fp:
             continue
         if w.get("name"):
             names[w["key"]] = w["name"]
         if w["path"] == path:
-            winners[w["key"]] = (w["algo"], w.get("config", ""))
+            winners[w["key"]] = (w["algo"], w.get("config", ""), w["quality"]["noisy"])
     if batch is not None:
         keys = []
         for key, name in batch:
@@ -115,7 +120,8 @@ def _from_rows(rows, path, fingerprint=None, batch=None):
 
 def load(source, path="oneshot", fingerprint=None, batch_file=None):
     """Reads INPUT (see the module doc) into (layers, device): layers is a list of dicts
-    {label, key, times: {algo: (best ms, config)}, winner: (algo, config) or None}."""
+    {label, key, times: {algo: (best ms, config)}, winner: (algo, config, noisy) or None}; device
+    is the fingerprint plotted."""
     batch = None
     if batch_file:
         from . import read_batch_file
@@ -175,10 +181,11 @@ def draw(layers, out, title=None, device=None, path="oneshot"):
             continue
         ms = layer["times"][w[0]][0]
         ax.scatter([x], [ms], s=260, facecolors="none", edgecolors="black", linewidths=1.8,
-                   zorder=3, label=None if ringed else "winner (stored)")
+                   zorder=3, label=None if ringed else "winner")
         ringed = True
-        ax.annotate("%s\n%s %.3g ms" % (w[0], w[1], ms), (x, ms), xytext=(0, -14),
-                    textcoords="offset points", ha="center", va="top", fontsize=7.5,
+        text = "%s\n%s %.3g ms%s" % (w[0], w[1], ms, " (noisy)" if w[2] else "")
+        ax.annotate(text, (x, ms), xytext=(0, -14), textcoords="offset points", ha="center",
+                    va="top", fontsize=7.5,
                     bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="0.6", alpha=0.85),
                     zorder=4)
     ax.set_yscale("log")
@@ -188,15 +195,18 @@ def draw(layers, out, title=None, device=None, path="oneshot"):
     lo = min(t[0] for l in layers for t in l["times"].values())
     hi = max(t[0] for l in layers for t in l["times"].values())
     ax.set_ylim(lo / 2.2, hi * 1.5)
-    ax.set_ylabel("best time per algorithm, ms (log; fastest config, fastest clean round)")
+    ax.set_ylabel("best time per algorithm, ms (log scale)")
     ax.set_xlabel("layer (file order)")
     ax.grid(True, which="major", axis="y", alpha=0.4)
     ax.grid(True, which="minor", axis="y", alpha=0.12)
     ax.set_title(title or "convtune: time per algorithm and layer (%s path)" % path, fontsize=11)
+    note = ("each point: the algorithm's fastest config on the layer (min_ms, its fastest clean "
+            "timing round); ringed: the layer's winner")
     if device:
-        fig.text(0.01, 0.005, "device: " + device, fontsize=7, color="0.35", ha="left", va="bottom")
+        note += "\ndevice: " + device
+    fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left", va="bottom")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8.5, frameon=False)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     base = Path(out)
     if base.suffix.lower() in (".png", ".svg"):
         base = base.with_suffix("")

@@ -1,6 +1,8 @@
 // Python argument forms: int-or-pair sizes, padding forms, Problem-or-descriptor.
 #include "args.hpp"
 
+#include <nanobind/stl/string.h>
+
 #include <string>
 #include <tuple>
 #include <vector>
@@ -16,7 +18,7 @@ std::string py_type_name(nb::handle v) {
 }
 
 std::string repr_text(nb::handle v) {
-  return nb::cast<std::string>(nb::repr(v));
+  return nb::repr(v).c_str();
 }
 
 // A Python int (bool excluded: stride=True is a mistake, not 1).

@@ -27,7 +27,11 @@ def make(rng, n, c, h, w, k, r, s, groups, with_bias):
     return x, wt, b
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:7])) + "-s%s-p%s-d%s-g%s" % c[7:11])
+def case_id(c):
+    return "x".join(map(str, c[:7])) + "-s%s-p%s-d%s-g%s" % c[7:11]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_matches_reference(rng, case):
     n, c, h, w, k, r, s, stride, padding, dilation, groups, with_bias = case
     x, wt, b = make(rng, n, c, h, w, k, r, s, groups, with_bias)
