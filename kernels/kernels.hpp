@@ -13,6 +13,10 @@ const Algorithm& cpu_winograd();     // kernels/cpu/winograd.cpp (+ winograd_avx
 const Algorithm& cpu_fft();          // kernels/cpu/fft.cpp (+ fft_avx2.cpp, fft_avx512.cpp)
 
 #ifdef CONVTUNE_HAVE_CUDA
+// Compiled into the plugin libconvtune_cuda.so only; kernels/cuda/plugin.cpp lists them.
+const Algorithm& cuda_winograd();                     // kernels/cuda/winograd.cu
+const Algorithm& cuda_fft();                          // kernels/cuda/fft.cu
+const Algorithm& cuda_implicit_gemm();                // kernels/cuda/implicit_gemm.cu
 const Algorithm& cuda_direct();                       // kernels/cuda/direct.cu
 const Algorithm& cuda_im2col_gemm();                  // kernels/cuda/im2col_gemm.cu
 const Algorithm& cuda_cudnn_implicit_gemm();          // kernels/cuda/cudnn.cpp, one per

@@ -7,11 +7,13 @@
 #include <sstream>
 
 #include "conv/algorithm.hpp"
+#include "device_ops.hpp"
 #include "kernels.hpp"
 
 namespace conv {
 
 static const std::vector<const Algorithm*>& table() {
+  // clang-format off
   static const std::vector<const Algorithm*> algorithms = {
       &kernels::cpu_depthwise(),
       &kernels::cpu_winograd(),
@@ -19,20 +21,18 @@ static const std::vector<const Algorithm*>& table() {
       &kernels::cpu_direct(),
       &kernels::cpu_im2col_gemm(),
       &kernels::cpu_onednn(),
-#ifdef CONVTUNE_HAVE_CUDA
-      &kernels::cuda_direct(),
-      &kernels::cuda_im2col_gemm(),
-      &kernels::cuda_cudnn_implicit_gemm(),
-      &kernels::cuda_cudnn_implicit_precomp_gemm(),
-      &kernels::cuda_cudnn_gemm(),
-      &kernels::cuda_cudnn_direct(),
-      &kernels::cuda_cudnn_fft(),
-      &kernels::cuda_cudnn_fft_tiling(),
-      &kernels::cuda_cudnn_winograd(),
-      &kernels::cuda_cudnn_winograd_nonfused(),
-#endif
+      // The CUDA rows follow, from the plugin libconvtune_cuda.so when it is present and loads
+      // (src/device_ops.cpp): kernels/cuda/plugin.cpp lists them, in this order: cuda.winograd,
+      // cuda.fft, cuda.implicit_gemm, cuda.direct, cuda.im2col_gemm, cuda.cudnn.*.
   };
-  return algorithms;
+  // clang-format on
+  static const std::vector<const Algorithm*> with_cuda = [] {
+    std::vector<const Algorithm*> all = algorithms;
+    if (const CudaPlugin* plugin = cuda_plugin())
+      all.insert(all.end(), plugin->algorithms, plugin->algorithms + plugin->algorithm_count);
+    return all;
+  }();
+  return with_cuda;
 }
 
 const std::vector<const Algorithm*>& all_algorithms() {

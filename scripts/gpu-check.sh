@@ -3,7 +3,10 @@
 # CUDA architecture 90, all cores, into build-gpu/), runs the CUDA tests, tunes the seed and
 # ResNet-50 layers on cuda:0 and the seed layers on the CPU, and prints last: per layer our best
 # own CUDA kernel against the best cuDNN algorithm, and the seed stride table, CPU and GPU side by
-# side. Meant to finish within 6 minutes on a 16-core H200 machine.
+# side, and last per layer each own CUDA algorithm (cuda.winograd, cuda.fft, cuda.implicit_gemm,
+# cuda.direct, cuda.im2col_gemm) at its best config against cuDNN's best algorithm. Also checks
+# that libconvtune links no CUDA library (the CUDA backend is the plugin libconvtune_cuda.so).
+# Meant to finish within 6 minutes on a 16-core H200 machine.
 #
 # usage: scripts/gpu-check.sh [extra cmake arguments]
 # env:   CUDA_ARCH (default 90), CONVTUNE_LAYERS (default ../shared/layers)
@@ -39,9 +42,17 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCONVTUNE_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="$ARCH" "$@" >/dev/null
 
 step "build with $JOBS jobs"
-cmake --build "$BUILD" -j"$JOBS" --target autotune test_cuda test_cuda_index
+cmake --build "$BUILD" -j"$JOBS" --target autotune convtune_cuda test_cuda test_cuda_index
 
-step "CPU-side tests of the CUDA index arithmetic (test_cuda_index)"
+step "libconvtune links no CUDA library; the plugin is next to it"
+LIB="$(ls "$BUILD"/libconvtune.so.* | head -n1)"
+if readelf -d "$LIB" | grep -E 'NEEDED.*lib(cudart|cublas|cudnn|cufft)'; then
+  echo "gpu-check: $LIB links a CUDA library (it must load the plugin at run time)" >&2
+  false
+fi
+[ -r "$BUILD/libconvtune_cuda.so" ] || { echo "gpu-check: $BUILD/libconvtune_cuda.so missing" >&2; false; }
+
+step "CPU-side tests of the CUDA kernels' per-thread programs (test_cuda_index)"
 "$BUILD/tests/test_cuda_index"
 
 step "CUDA tests on the GPU (test_cuda)"

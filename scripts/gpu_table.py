@@ -8,7 +8,8 @@ CPU_JSON: `autotune tune --device cpu --json` over the seed layers (optional).
 
 Prints: candidates that failed or were rejected on the GPU (with their messages), then per
 layer our best own CUDA kernel against the best cuDNN algorithm, then the seed stride table with
-the CPU and GPU winners side by side. Exits 1 when a file cannot be read or holds no layers.
+the CPU and GPU winners side by side, and last, per layer, each own CUDA algorithm's best config
+against cuDNN's best algorithm. Exits 1 when a file cannot be read or holds no layers.
 """
 import json
 import math
@@ -122,6 +123,47 @@ def print_seed_table(gpu, cpu):
               f"{ms(gw):>9} {speedup:>9}")
 
 
+OWN_CUDA = ["cuda.winograd", "cuda.fft", "cuda.implicit_gemm", "cuda.direct", "cuda.im2col_gemm"]
+
+
+def print_per_algorithm(gpu):
+    """Last table: per layer, each own CUDA algorithm's best config against cuDNN's best."""
+    algos = list(OWN_CUDA)
+    for layer in gpu:  # own algorithms this script does not know yet still get a column
+        for c in layer.get("candidates", []):
+            a = c.get("algo", "")
+            if is_own_cuda(a) and a not in algos:
+                algos.append(a)
+    print("\nEach own CUDA algorithm's best config vs cuDNN's best algorithm (cuda:0, median ms; "
+          "ratio = ours / cuDNN, < 1 means ours is faster; '-' = not applicable or none correct)")
+    short = [a[len("cuda."):] for a in algos]
+    head = f"{'layer':26} {'best cuDNN':26} {'ms':>8}" + "".join(f"  {s:>22}" for s in short)
+    print(head)
+    print("-" * len(head))
+    ratios = {a: [] for a in algos}
+    for layer in gpu:
+        vendor = fastest(layer, is_cudnn)
+        vname = vendor["algo"][len("cuda.cudnn."):] if vendor else "(none correct)"
+        row = f"{label(layer):26} {vname:26} {ms(vendor):>8}"
+        for a in algos:
+            c = fastest(layer, lambda x, a=a: x == a)
+            cell = "-"
+            if c:
+                cell = f"{c.get('config', '')} {c['median_ms']:.3f}"
+                if vendor:
+                    r = c["median_ms"] / vendor["median_ms"]
+                    ratios[a].append(r)
+                    cell += f" ({r:.2f})"
+            row += f"  {cell:>22}"
+        print(row)
+    geo = []
+    for a in algos:
+        rs = ratios[a]
+        geo.append(f"{math.exp(sum(math.log(r) for r in rs) / len(rs)):.2f} over {len(rs)}"
+                   if rs else "-")
+    print(f"{'geometric mean ratio':26} {'':26} {'':>8}" + "".join(f"  {g:>22}" for g in geo))
+
+
 def main(argv):
     if len(argv) not in (2, 3):
         sys.exit(__doc__)
@@ -130,6 +172,7 @@ def main(argv):
     print_own_vs_cudnn(gpu)
     if len(argv) == 3:
         print_seed_table(gpu, load_layers(argv[2]))
+    print_per_algorithm(gpu)
     return 0
 
 

@@ -1,6 +1,8 @@
 #include "device_ops.hpp"
 
 #include <cpu_features/cpuinfo_x86.h>
+#include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -53,16 +55,85 @@ std::string CpuOps::fingerprint(int threads) const {
   return s.str();
 }
 
+namespace {
+
+struct PluginState {
+  const CudaPlugin* plugin = nullptr;
+  std::string status;
+};
+
+// The directory of the file that holds this function (libconvtune.so), with a trailing '/'.
+std::string own_directory() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&own_directory), &info) || !info.dli_fname) return "";
+  std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+PluginState load_plugin() {
+  PluginState st;
+  std::string path;
+  if (const char* env = std::getenv("CONVTUNE_CUDA_PLUGIN")) {
+    path = env;
+    if (path.empty() || path == "none") {
+      st.status = "CONVTUNE_CUDA_PLUGIN=" + path + " disables the CUDA plugin";
+      return st;
+    }
+  } else {
+    path = own_directory() + "libconvtune_cuda.so";
+  }
+  struct stat sb {};
+  if (stat(path.c_str(), &sb) != 0) {
+    st.status = path +
+                " not found: this convtune was built or installed without its CUDA "
+                "backend (configure with nvcc present, CONVTUNE_CUDA=AUTO or ON)";
+    return st;
+  }
+  dlerror();
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    st.status = "cannot load " + path + ": " + (e ? e : "dlopen failed");
+    return st;
+  }
+  auto entry = reinterpret_cast<CudaPluginEntry>(dlsym(h, CONVTUNE_CUDA_PLUGIN_ENTRY));
+  if (!entry) {
+    st.status = path + " has no entry point " CONVTUNE_CUDA_PLUGIN_ENTRY;
+    return st;  // never dlclose: a half-initialised CUDA runtime must not be unloaded
+  }
+  const CudaPlugin* plugin = entry();
+  if (!plugin || !plugin->version || std::string(plugin->version) != version()) {
+    st.status = path + " is from convtune " +
+                (plugin && plugin->version ? plugin->version : "(unknown)") + ", not " + version();
+    return st;
+  }
+  st.plugin = plugin;
+  st.status = "loaded " + path;
+  return st;
+}
+
+const PluginState& plugin_state() {
+  static const PluginState state = load_plugin();
+  return state;
+}
+
+}  // namespace
+
+const CudaPlugin* cuda_plugin() {
+  return plugin_state().plugin;
+}
+const std::string& cuda_plugin_status() {
+  return plugin_state().status;
+}
+
 const DeviceOps& device_ops(const Device& d) {
   if (d.kind == Device::Kind::cpu) {
     static const CpuOps cpu;
     return cpu;
   }
-#ifdef CONVTUNE_HAVE_CUDA
-  return cuda_device_ops(d.index);
-#else
-  throw Error("device: " + d.name() + ": this build of convtune has no CUDA backend");
-#endif
+  if (const CudaPlugin* plugin = cuda_plugin()) return plugin->device_ops(d.index);
+  throw Error("device: " + d.name() + ": no CUDA backend (" + cuda_plugin_status() + ")");
 }
 
 }  // namespace conv

@@ -70,9 +70,26 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
-#ifdef CONVTUNE_HAVE_CUDA
-/// Defined by the CUDA backend (kernels/cuda/).
-const DeviceOps& cuda_device_ops(int index);
-#endif
+class Algorithm;
+
+/// The CUDA backend is a plugin, libconvtune_cuda.so (kernels/cuda/), that libconvtune
+/// dlopen()s at run time from its own directory (found with dladdr), so that libconvtune links
+/// no CUDA library and loads on any machine. The plugin exports one extern "C" function,
+/// CONVTUNE_CUDA_PLUGIN_ENTRY, returning this table. The environment variable
+/// CONVTUNE_CUDA_PLUGIN overrides the path ("" or "none": do not load any).
+struct CudaPlugin {
+  const char* version;                 ///< conv::version() the plugin was built with
+  const Algorithm* const* algorithms;  ///< the cuda.* rows of the registry, in order
+  int algorithm_count;
+  const DeviceOps& (*device_ops)(int index);  ///< throws conv::Error ("device: cuda:i: ...")
+};
+#define CONVTUNE_CUDA_PLUGIN_ENTRY "convtune_cuda_plugin_v1"
+using CudaPluginEntry = const CudaPlugin* (*)();
+
+/// The loaded CUDA plugin (loaded on the first call, never unloaded), or null when it is absent
+/// or unusable; cuda_plugin_status() then says why (the dlerror() text, a missing file, a
+/// version mismatch), else it names the loaded file.
+const CudaPlugin* cuda_plugin();
+const std::string& cuda_plugin_status();
 
 }  // namespace conv

@@ -88,8 +88,11 @@ void ConvProblem::validate() const {
         W);
   // key() and to_descriptor() write OH and OW, and the descriptor grammar reads numbers up to
   // 2^31 only: a larger output would print a key that no parser reads back.
-  if (OH() > kMax) bad("H", "output height OH = " + std::to_string(OH()) + " must be <= 2^31", H);
-  if (OW() > kMax) bad("W", "output width OW = " + std::to_string(OW()) + " must be <= 2^31", W);
+  // H alone is at most 2^31, so a larger output comes from the padding.
+  if (OH() > kMax)
+    bad("pad_top", "output height OH = " + std::to_string(OH()) + " must be <= 2^31", pad_top);
+  if (OW() > kMax)
+    bad("pad_left", "output width OW = " + std::to_string(OW()) + " must be <= 2^31", pad_left);
   // Byte sizes (4 bytes per fp32 element) must fit in 64 bits; the message blames the batch
   // (or K for w) and lists every factor, since any of them may be the one that is too large.
   auto check_bytes = [](const char* field, const char* what,

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <utility>
 
 namespace onnx_models {
 
@@ -259,6 +260,26 @@ onnx::ModelProto single_conv(const std::vector<int64_t>& x_dims, const std::vect
   Net net("single_conv", Options{false, Weights::initializers}, x_dims, "x");
   net.node(op, "conv", {"x", net.weight("w", w_dims)}).set_output(0, "y");
   return net.finish("y");
+}
+
+std::vector<std::string> write_networks(const std::string& dir, const Options& o) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("cannot create " + dir + ": " + ec.message());
+  const std::pair<const char*, onnx::ModelProto (*)(const Options&)> networks[] = {
+      {"alexnet.onnx", alexnet},
+      {"vgg16.onnx", vgg16},
+      {"resnet50.onnx", resnet50},
+      {"mobilenet_v2.onnx", mobilenet_v2}};
+  std::vector<std::string> paths;
+  for (const auto& [file, build] : networks) {
+    const std::string path = (std::filesystem::path(dir) / file).string();
+    std::ofstream out(path, std::ios::binary);
+    if (!out || !build(o).SerializeToOstream(&out) || !out.flush())
+      throw std::runtime_error("cannot write " + path);
+    paths.push_back(path);
+  }
+  return paths;
 }
 
 TempDir::TempDir() {

@@ -36,12 +36,18 @@ void set_attr(onnx::NodeProto& node, const std::string& name, const std::vector<
 void set_attr(onnx::NodeProto& node, const std::string& name, int64_t i);
 void set_attr(onnx::NodeProto& node, const std::string& name, const std::string& s);
 
+/// Writes the four networks above to <dir>/alexnet.onnx, vgg16.onnx, resnet50.onnx and
+/// mobilenet_v2.onnx, creating `dir` and its parents when missing; returns the paths written.
+/// Throws std::runtime_error naming the path it cannot create or write.
+std::vector<std::string> write_networks(const std::string& dir, const Options& o = {});
+
 /// A fresh temporary folder (mkdtemp), removed with its contents on destruction.
 class TempDir {
  public:
   TempDir();
   ~TempDir();
   TempDir(const TempDir&) = delete;
+  const std::string& path() const { return dir_; }
   TempDir& operator=(const TempDir&) = delete;
   /// Writes `bytes` to <dir>/<file> and returns its path.
   std::string write(const std::string& file, const std::string& bytes) const;

@@ -103,6 +103,21 @@ TEST_CASE(
   REQUIRE(back.code == 0);
   CHECK_THAT(back.out, Catch::Contains("2 convolution(s), 2 distinct"));
   CHECK_THAT(back.out, Catch::Contains("g2mb1ic96ih27oc256kh5ph2n\"conv2\""));
+  // Mixed with autotune's own options, in any order; other problems first, the line last.
+  auto mixed = autotune("layers mb1ic3ih8oc1kh3 -n 2 conv -c 4 -H 9 -W 9");
+  INFO(mixed.out);
+  REQUIRE(mixed.code == 0);
+  CHECK_THAT(mixed.out, Catch::Contains("mb1ic3ih8oc1kh3\nmb2ic4ih9oc32kh3\n"));
+  auto json = autotune(
+      "explain --json --threads 2 conv -n 1 -c 1 -H 6 --batch-ms 0 -W 6 -k 1 "
+      "--rounds 1 --max-rounds 1");
+  CHECK(json.code == 0);
+  CHECK_THAT(json.out, Catch::Contains("g1mb1ic1ih6iw6oc1oh4ow4kh3kw3"));
+  // --batch, --model and --input take one value each: a descriptor after them is a problem.
+  auto after = autotune("layers --batch '" + std::string(CONVTUNE_LAYERS_DIR) +
+                        "/alexnet.txt' mb1ic3ih8oc1kh3");
+  CHECK(after.code == 0);
+  CHECK_THAT(after.out, Catch::Contains("6 convolution(s)"));
   auto bwd = autotune("explain conv -n 1 -F 2" + quick);
   CHECK(bwd.code == 2);
   CHECK_THAT(bwd.out, Catch::Contains("forward only"));

@@ -1,5 +1,7 @@
 // The CUDA backend on a real GPU: the CUDA DeviceOps (memory, copies, pointer checks, errors,
-// fingerprint) and every registered cuda.* algorithm and config against the float64 reference,
+// fingerprint) and every registered cuda.* algorithm and config (cuda.winograd, cuda.fft,
+// cuda.implicit_gemm, cuda.direct, cuda.im2col_gemm, cuDNN's) against the float64 reference,
+// packed weights bit-identical to the one-shot call where an algorithm packs,
 // on the ../shared/layers files (batch 1) and 250 seeded random problems, with device buffers and
 // NaN-poisoned outputs (cudaMemset 0xFF). Exits with 77 (ctest: skipped) when no GPU is present.
 #define CATCH_CONFIG_RUNNER
@@ -51,15 +53,24 @@ struct DeviceCase {
     ops().upload(b.data(), r.bias(), p.K * 4, stream);
   }
 
-  convtest::CheckResult run(const conv::Algorithm& algo, const std::string& config) {
+  // With `packed`, the weights go through pack_weights() on the device (as a Plan does) and
+  // forward() gets no `w` and the smaller workspace.
+  convtest::CheckResult run(const conv::Algorithm& algo, const std::string& config,
+                            bool packed = false) {
     const auto& p = ref.problem();
+    conv::DeviceBuffer pw;
+    if (packed) {
+      pw = conv::DeviceBuffer(ops(), algo.packed_weights_bytes(p, config));
+      algo.pack_weights(p, config, w.floats(), pw.data(), 1);
+    }
     // All-ones bits are a NaN; on the algorithm's stream, so it is ordered before the run.
     REQUIRE(cudaMemsetAsync(y.data(), 0xFF, p.y_bytes(), static_cast<cudaStream_t>(stream)) ==
             cudaSuccess);
     conv::DeviceBuffer ws(ops(), algo.workspace_bytes(p, config));
     conv::ForwardArgs a;
     a.x = x.floats();
-    a.w = w.floats();
+    a.w = packed ? nullptr : w.floats();
+    a.packed_weights = packed ? pw.data() : nullptr;
     a.bias = b.floats();
     a.y = y.floats();
     a.workspace = ws.data();
@@ -98,6 +109,14 @@ void check_all(const conv::ConvProblem& p, uint64_t seed) {
       INFO(convtest::describe(p, *algo, config, r));
       CHECK(r.nonfinite == 0);
       CHECK(r.max_error <= r.bound);
+      // A packed Plan computes exactly what the one-shot call does.
+      if (algo->packed_weights_bytes(p, config) > 0) {
+        const std::vector<float> oneshot = d.host_y;
+        const auto rp = d.run(*algo, config, true);
+        INFO("packed: " << convtest::describe(p, *algo, config, rp));
+        CHECK(rp.nonfinite == 0);
+        CHECK(d.host_y == oneshot);
+      }
     }
   }
 }

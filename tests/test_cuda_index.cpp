@@ -1,16 +1,21 @@
-// The CUDA kernels' index arithmetic and block program (kernels/cuda/index.hpp,
-// kernels/cuda/direct_block.hpp), run on the CPU in every build, GPU or not: spans and stage
-// plans against brute force, and the cuda.direct block program and the cuda.im2col_gemm
-// im2col + GEMM arguments executed thread by thread against the float64 reference, with
-// NaN-poisoned shared memory and outputs and sentinel guards around every buffer; and, in a
-// CUDA build without a GPU, that every cuda.* algorithm says "no CUDA device" without throwing.
+// The CUDA kernels' index arithmetic and per-thread programs (kernels/cuda/index.hpp,
+// direct_block.hpp, implicit_gemm_block.hpp, winograd_tile.hpp, fft_index.hpp), run on the CPU
+// in every build, GPU or not: spans and stage plans against brute force; the cuda.direct and
+// cuda.implicit_gemm block programs, the cuda.im2col_gemm im2col + GEMM arguments, the
+// cuda.winograd tile transforms + batched GEMM and the cuda.fft packing, polyphase split, product
+// and crop/bias epilogue (a naive DFT standing in for cuFFT, a plain loop for cuBLAS) executed
+// thread by thread on whole problems against the float64 reference, with NaN-poisoned shared
+// memory, scratch and outputs and sentinel guards around every buffer; and, in a CUDA build
+// without a GPU, that every cuda.* algorithm says "no CUDA device" without throwing.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,8 +23,12 @@
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
 #include "conv/error.hpp"
+#include "cpu/fft.hpp"
 #include "cuda/direct_block.hpp"
+#include "cuda/fft_index.hpp"
+#include "cuda/implicit_gemm_block.hpp"
 #include "cuda/index.hpp"
+#include "cuda/winograd_tile.hpp"
 #include "support.hpp"
 
 using conv::gpu::Dim;
@@ -366,7 +375,8 @@ TEST_CASE("cuda: the CUDA algorithms are registered and answer without a GPU, ne
   std::vector<std::string> ids;
   for (const conv::Algorithm* a : cuda) ids.emplace_back(a->id());
   CHECK(ids ==
-        std::vector<std::string>{"cuda.direct", "cuda.im2col_gemm", "cuda.cudnn.implicit_gemm",
+        std::vector<std::string>{"cuda.winograd", "cuda.fft", "cuda.implicit_gemm", "cuda.direct",
+                                 "cuda.im2col_gemm", "cuda.cudnn.implicit_gemm",
                                  "cuda.cudnn.implicit_precomp_gemm", "cuda.cudnn.gemm",
                                  "cuda.cudnn.direct", "cuda.cudnn.fft", "cuda.cudnn.fft_tiling",
                                  "cuda.cudnn.winograd", "cuda.cudnn.winograd_nonfused"});
@@ -393,4 +403,362 @@ TEST_CASE("cuda: the CUDA algorithms are registered and answer without a GPU, ne
 #else
   CHECK(cuda.empty());  // a CPU-only build registers none
 #endif
+}
+
+// ---- cuda.implicit_gemm, cuda.winograd and cuda.fft, thread by thread on the CPU ----
+
+namespace {
+
+// cuda.implicit_gemm's block program, every block and thread in turn. Within a k-step every
+// thread's stores into the next buffer run before any thread computes from the current one (the
+// most adversarial order the GPU allows between two __syncthreads), so a buffer mix-up shows.
+template <int BM, int BN, int BK, int TM, int TN>
+void run_igemm_blocks(const conv::ConvProblem& prob, const float* x, const float* w,
+                      const float* bias, float* y) {
+  using B = conv::gpu::IgemmBlock<BM, BN, BK, TM, TN>;
+  const conv::gpu::IgemmParams p = B::make_params(conv::gpu::shape_of(prob));
+  Guarded smem(B::kSmemFloats, kNaN);
+  std::vector<typename B::Regs> regs(B::kThreads);
+  std::vector<std::array<float, TM * TN>> acc(B::kThreads);
+  auto with_acc = [&](int tid, auto fn) {
+    float a[TM][TN];
+    std::memcpy(a, acc[tid].data(), sizeof(a));
+    fn(a);
+    std::memcpy(acc[tid].data(), a, sizeof(a));
+  };
+  for (int64_t g = 0; g < p.s.groups; ++g) {
+    for (int64_t bm = 0; bm < p.mblocks; ++bm) {
+      for (int64_t bn = 0; bn < p.nblocks; ++bn) {
+        const auto b = B::position(p, bn, bm, g);
+        for (int tid = 0; tid < B::kThreads; ++tid) with_acc(tid, [](auto& a) { B::zero(a); });
+        for (int tid = 0; tid < B::kThreads; ++tid) B::load_global(p, b, 0, x, w, tid, regs[tid]);
+        for (int tid = 0; tid < B::kThreads; ++tid) B::store_shared(regs[tid], smem.data(), 0, tid);
+        for (int64_t kt = 0; kt < p.ksteps; ++kt) {
+          const bool more = kt + 1 < p.ksteps;
+          const int cur = static_cast<int>(kt & 1), next = 1 - cur;
+          if (more) {
+            for (int tid = 0; tid < B::kThreads; ++tid)
+              B::load_global(p, b, (kt + 1) * BK, x, w, tid, regs[tid]);
+            for (int tid = 0; tid < B::kThreads; ++tid)
+              B::store_shared(regs[tid], smem.data(), next, tid);
+          }
+          for (int tid = 0; tid < B::kThreads; ++tid)
+            with_acc(tid, [&](auto& a) { B::compute(smem.data(), cur, tid, a); });
+        }
+        REQUIRE(smem.guards_intact());
+        for (int tid = 0; tid < B::kThreads; ++tid)
+          with_acc(tid, [&](auto& a) { B::store(p, b, tid, a, bias, y); });
+      }
+    }
+  }
+}
+
+// cuda.winograd: weight transform, border, input transform, batched GEMM (the plain-loop
+// stand-in for cublasSgemmStridedBatched with the same arguments), output transform.
+template <int M>
+void run_winograd(const conv::ConvProblem& prob, const float* x, const float* w, const float* bias,
+                  float* y) {
+  const conv::gpu::WinoParams p = conv::gpu::make_wino_params(prob, M);
+  const auto& s = p.s;
+  Guarded v(p.points * p.T * s.C, kNaN), u(p.points * s.K * s.Cg, kNaN),
+      mb(p.points * p.T * s.K, kNaN);
+  for (int64_t k = 0; k < s.K; ++k)
+    for (int64_t c = 0; c < s.Cg; ++c) conv::gpu::wino_weight<M>(s, w, k, c, u.data());
+  for (int64_t o = 0; o < s.N * s.K * s.OH * s.OW; ++o) conv::gpu::wino_border(p, bias, o, y);
+  if (p.T > 0) {
+    for (int64_t c = 0; c < s.C; ++c)
+      for (int64_t t = 0; t < p.T; ++t) conv::gpu::wino_input_tile<M>(p, x, c, t, v.data());
+    sgemm_strided_batched(conv::gpu::wino_gemm_args(p), v.data(), u.data(), 0.0f, mb.data());
+    for (int64_t k = 0; k < s.K; ++k)
+      for (int64_t t = 0; t < p.T; ++t) conv::gpu::wino_output_tile<M>(p, mb.data(), bias, k, t, y);
+  }
+  CHECK(v.guards_intact());
+  CHECK(u.guards_intact());
+  CHECK(mb.guards_intact());
+}
+
+using cplx = std::complex<double>;
+
+// What cuFFT's R2C computes for `batch` contiguous T x T real tiles, written frequency-major
+// (element f = u * Tc + v of batch b at f * batch + b), in float64 then rounded.
+void naive_r2c(int64_t T, int64_t batch, const float* in, conv::gpu::Cf* out) {
+  const int64_t Tc = T / 2 + 1;
+  const double pi = std::acos(-1.0);
+  std::vector<cplx> tw(T), rows(T * Tc);
+  for (int64_t i = 0; i < T; ++i) tw[i] = std::polar(1.0, -2 * pi * i / T);
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* x = in + b * T * T;
+    for (int64_t a = 0; a < T; ++a)
+      for (int64_t v = 0; v < Tc; ++v) {
+        cplx sum = 0;
+        for (int64_t j = 0; j < T; ++j) sum += static_cast<double>(x[a * T + j]) * tw[v * j % T];
+        rows[a * Tc + v] = sum;
+      }
+    for (int64_t u = 0; u < T; ++u)
+      for (int64_t v = 0; v < Tc; ++v) {
+        cplx sum = 0;
+        for (int64_t a = 0; a < T; ++a) sum += rows[a * Tc + v] * tw[u * a % T];
+        out[(u * Tc + v) * batch + b] = {static_cast<float>(sum.real()),
+                                         static_cast<float>(sum.imag())};
+      }
+  }
+}
+
+// What cuFFT's C2R computes (unnormalised inverse of a Hermitian spectrum) from frequency-major
+// spectra into `batch` contiguous T x T real tiles.
+void naive_c2r(int64_t T, int64_t batch, const conv::gpu::Cf* in, float* out) {
+  const int64_t Tc = T / 2 + 1;
+  const double pi = std::acos(-1.0);
+  std::vector<cplx> tw(T), cols(T * Tc);
+  for (int64_t i = 0; i < T; ++i) tw[i] = std::polar(1.0, 2 * pi * i / T);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t a = 0; a < T; ++a)
+      for (int64_t v = 0; v < Tc; ++v) {
+        cplx sum = 0;
+        for (int64_t u = 0; u < T; ++u) {
+          const auto& e = in[(u * Tc + v) * batch + b];
+          sum += cplx(e.x, e.y) * tw[u * a % T];
+        }
+        cols[a * Tc + v] = sum;
+      }
+    for (int64_t a = 0; a < T; ++a)
+      for (int64_t j = 0; j < T; ++j) {
+        // Columns v >= Tc are the conjugates of T - v (Hermitian symmetry).
+        double sum = 0;
+        for (int64_t v = 0; v < T; ++v) {
+          const cplx c = v < Tc ? cols[a * Tc + v] : std::conj(cols[a * Tc + T - v]);
+          sum += (c * tw[v * j % T]).real();
+        }
+        out[b * T * T + a * T + j] = static_cast<float>(sum);
+      }
+  }
+}
+
+// Column-major complex C = A * B per batch, as cublasCgemmStridedBatched with alpha 1, beta 0.
+void cgemm_strided_batched(const conv::gpu::GemmArgs& g, const conv::gpu::Cf* A,
+                           const conv::gpu::Cf* B, conv::gpu::Cf* C) {
+  for (int b = 0; b < g.batch; ++b)
+    for (int j = 0; j < g.n; ++j)
+      for (int i = 0; i < g.m; ++i) {
+        cplx sum = 0;
+        for (int l = 0; l < g.k; ++l) {
+          const auto& a = A[b * g.stride_a + i + l * g.lda];
+          const auto& bb = B[b * g.stride_b + l + j * g.ldb];
+          sum += cplx(a.x, a.y) * cplx(bb.x, bb.y);
+        }
+        C[b * g.stride_c + i + j * g.ldc] = {static_cast<float>(sum.real()),
+                                             static_cast<float>(sum.imag())};
+      }
+}
+
+// cuda.fft with a T x T transform: packing, R2C, per-frequency GEMM (or the depthwise product),
+// C2R, crop + scale + bias, in cuda.fft's layouts.
+void run_fft(const conv::ConvProblem& prob, int64_t T, const float* x, const float* w,
+             const float* bias, float* y) {
+  using conv::gpu::Cf;
+  const conv::gpu::FftParams p = conv::gpu::make_fft_params(prob, T);
+  const int64_t TT = T * T, G = p.s.groups, bx = G * p.Cp * p.J, bw = p.s.K * p.Cp,
+                by = p.s.K * p.J;
+  Guarded xr(bx * TT, kNaN), wr(bw * TT, kNaN), yr(by * TT, kNaN);
+  std::vector<Cf> xf(p.F * bx), wf(p.F * bw), yf(p.F * by, Cf{kNaN, kNaN});
+  for (int64_t i = 0; i < bx * TT; ++i) xr.data()[i] = conv::gpu::fft_input_value(p, x, i);
+  for (int64_t i = 0; i < bw * TT; ++i) wr.data()[i] = conv::gpu::fft_weight_value(p, w, i);
+  naive_r2c(T, bx, xr.data(), xf.data());
+  naive_r2c(T, bw, wr.data(), wf.data());
+  if (p.s.Cg == 1 && p.s.Kg == 1) {
+    for (int64_t i = 0; i < p.F * G * p.J; ++i)
+      conv::gpu::fft_depthwise_product(p, xf.data(), wf.data(), yf.data(), i);
+  } else {
+    cgemm_strided_batched(conv::gpu::fft_gemm_args(p), xf.data(), wf.data(), yf.data());
+  }
+  naive_c2r(T, by, yf.data(), yr.data());
+  for (int64_t o = 0; o < p.s.N * p.s.K * p.s.OH * p.s.OW; ++o)
+    y[o] = conv::gpu::fft_output_value(p, yr.data(), bias, o);
+  CHECK(xr.guards_intact());
+  CHECK(wr.guards_intact());
+  CHECK(yr.guards_intact());
+}
+
+// Runs one emulation on `c`'s data and compares under `algo`'s contract for `config` (the CPU
+// algorithm whose error model the CUDA one shares), or the exact-order bound when algo is null.
+template <class Run>
+void check_emulated_with(convtest::ReferenceCase& c, const std::string& what,
+                         const conv::Algorithm* algo, const std::string& config, Run run) {
+  const conv::ConvProblem& p = c.problem();
+  Guarded x(p.x_elems(), 0), w(p.w_elems(), 0), b(p.K, 0), y(p.y_elems(), kNaN);
+  std::memcpy(x.data(), c.x(), p.x_bytes());
+  std::memcpy(w.data(), c.w(), p.w_bytes());
+  if (c.bias()) std::memcpy(b.data(), c.bias(), p.K * 4);
+  const float* bias = c.bias() ? b.data() : nullptr;
+  run(x.data(), w.data(), bias, y.data());
+  const auto r = algo ? c.compare(y.data(), *algo, config)
+                      : c.compare(y.data(), conv::exact_order_error_bound(p));
+  INFO(what << " on " << p.key() << " (" << p.name << "): max error " << r.max_error << " (bound "
+            << r.bound << "), " << r.nonfinite << " non-finite; worst " << r.where);
+  CHECK(x.guards_intact());
+  CHECK(w.guards_intact());
+  CHECK(b.guards_intact());
+  CHECK(y.guards_intact());
+  CHECK(r.nonfinite == 0);
+  CHECK(r.max_error <= r.bound);
+}
+
+// cpu.fft's contract with the geometry of a T x T transform (cuda.fft's error model).
+struct FftModel final : conv::Algorithm {
+  int64_t T;
+  explicit FftModel(int64_t t) : T(t) {}
+  std::string_view id() const override { return "fft model"; }
+  std::string version() const override { return "0"; }
+  conv::Device::Kind device() const override { return conv::Device::Kind::cpu; }
+  conv::NumericClass numeric_class() const override { return conv::NumericClass::transform_based; }
+  conv::Applicability applicable(const conv::ConvProblem&) const override { return {}; }
+  std::vector<std::string> configs(const conv::ConvProblem&) const override { return {"t"}; }
+  size_t workspace_bytes(const conv::ConvProblem&, const std::string&) const override { return 0; }
+  void forward(const conv::ConvProblem&, const std::string&,
+               const conv::ForwardArgs&) const override {}
+  double error_bound(const conv::ConvProblem& p, const std::string&) const override {
+    return conv::kernels::fft::error_bound(p, conv::gpu::fft_cpu_geometry(p, T));
+  }
+  void add_error_scale(const conv::ConvProblem& p, const std::string&, const float* x,
+                       const float* w, double* scale, int threads) const override {
+    conv::kernels::fft::add_error_scale(p, conv::gpu::fft_cpu_geometry(p, T), x, w, scale,
+                                        conv::resolve_threads(threads));
+  }
+};
+
+void check_fft_emulation(const conv::ConvProblem& p, uint64_t seed, convtest::Data data) {
+  convtest::ReferenceCase c(p, seed, data);
+  std::vector<int64_t> sizes = {conv::gpu::fft_full_size(p)};
+  const int64_t Rp = (p.R - 1) * p.dilation_h / p.stride_h + 1;
+  const int64_t Sp = (p.S - 1) * p.dilation_w / p.stride_w + 1;
+  if (Rp <= 15 && Sp <= 15 && sizes[0] > 16) sizes.push_back(16);
+  for (int64_t T : sizes) {
+    const FftModel model(T);
+    check_emulated_with(c, "cuda.fft T=" + std::to_string(T), &model, "t",
+                        [&](const float* x, const float* w, const float* b, float* y) {
+                          run_fft(p, T, x, w, b, y);
+                        });
+  }
+}
+
+void check_igemm_emulations(const conv::ConvProblem& p, uint64_t seed) {
+  convtest::ReferenceCase c(p, seed);
+  check_emulated_with(c, "cuda.implicit_gemm m64n64k8", nullptr, "",
+                      [&](const float* x, const float* w, const float* b, float* y) {
+                        run_igemm_blocks<64, 64, 8, 4, 4>(p, x, w, b, y);
+                      });
+  check_emulated_with(c, "cuda.implicit_gemm m32n64k16", nullptr, "",
+                      [&](const float* x, const float* w, const float* b, float* y) {
+                        run_igemm_blocks<32, 64, 16, 2, 4>(p, x, w, b, y);
+                      });
+}
+
+}  // namespace
+
+TEST_CASE("cuda index: the cuda.implicit_gemm block program run on the CPU matches the reference") {
+  SECTION("seeded random problems (padding, stride, dilation, groups)") {
+    convtest::RandomSpec spec;
+    spec.max_n = 2;
+    spec.max_hw = 16;
+    spec.max_channels = 12;
+    auto problems = convtest::random_problems(80, 20261201, spec);
+    for (size_t i = 0; i < problems.size(); ++i) check_igemm_emulations(problems[i], 700 + i);
+  }
+  SECTION("every tile shape on a few problems") {
+    for (const char* d : {"g2mb2ic18ih9iw7oc70kh3kw2sh2sw1ph1pw2dh1dw2n\"groups, K > 64\"",
+                          "mb1ic37ih5iw5oc130kh1kw1n\"1x1, K > 128, C not a multiple of BK\""}) {
+      const conv::ConvProblem p = conv::parse_descriptor(d);
+      convtest::ReferenceCase c(p, 11);
+      check_emulated_with(c, "cuda.implicit_gemm m128n128k8", nullptr, "",
+                          [&](const float* x, const float* w, const float* b, float* y) {
+                            run_igemm_blocks<128, 128, 8, 8, 8>(p, x, w, b, y);
+                          });
+      check_emulated_with(c, "cuda.implicit_gemm m128n64k8", nullptr, "",
+                          [&](const float* x, const float* w, const float* b, float* y) {
+                            run_igemm_blocks<128, 64, 8, 8, 4>(p, x, w, b, y);
+                          });
+    }
+  }
+}
+
+TEST_CASE("cuda index: the cuda.winograd tile transforms run on the CPU match the reference") {
+  const conv::Algorithm* model = conv::find_algorithm("cpu.winograd");
+  REQUIRE(model);
+  convtest::RandomSpec spec;
+  spec.only_3x3_s1 = true;
+  spec.max_n = 2;
+  spec.max_hw = 20;
+  spec.max_channels = 16;
+  auto problems = convtest::random_problems(200, 20261202, spec);
+  // Padding larger than the kernel (a core smaller than the output) and a 1x1 image.
+  for (const char* d : {"mb1ic3ih5iw4oc5kh3kw3ph4pw3n\"pad > kernel\"",
+                        "g3mb2ic6ih1iw1oc9kh3kw3ph2pw2n\"1x1 image, groups\""})
+    problems.push_back(conv::parse_descriptor(d));
+  const convtest::Data datas[] = {convtest::Data::uniform, convtest::Data::mixed,
+                                  convtest::Data::positive};
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const conv::ConvProblem& p = problems[i];
+    convtest::ReferenceCase c(p, 900 + i, datas[i % 3]);
+    check_emulated_with(c, "cuda.winograd m2", model, "m2",
+                        [&](const float* x, const float* w, const float* b, float* y) {
+                          run_winograd<2>(p, x, w, b, y);
+                        });
+    check_emulated_with(c, "cuda.winograd m4", model, "m4",
+                        [&](const float* x, const float* w, const float* b, float* y) {
+                          run_winograd<4>(p, x, w, b, y);
+                        });
+  }
+}
+
+TEST_CASE("cuda index: the cuda.fft packing, polyphase split and epilogue match the reference") {
+  SECTION("a tap of every phase lands at its sub-kernel position, and only there") {
+    for (int64_t s = 1; s <= 5; ++s)
+      for (int64_t d = 1; d <= 4; ++d)
+        for (int64_t R = 1; R <= 9; ++R) {
+          const int64_t ph = s / std::gcd(s, d), Rp = (R - 1) * d / s + 1;
+          std::vector<int> hits(R, 0);
+          for (int64_t pa = 0; pa < std::min(R, ph); ++pa)
+            for (int64_t q = 0; q < Rp; ++q) {
+              const int64_t r = conv::gpu::fft_tap(q, pa, ph, R, s, d);
+              if (r < 0) continue;
+              INFO("s " << s << " d " << d << " R " << R << " phase " << pa << " q " << q);
+              REQUIRE(r % ph == pa);
+              REQUIRE(r * d / s == q);
+              // The tap reads the phase image's offset: (r * d) % s is the phase's offset.
+              REQUIRE((r * d) % s == (pa * d) % s);
+              ++hits[r];
+            }
+          for (int h : hits) REQUIRE(h == 1);
+        }
+  }
+  SECTION("nice transform sizes") {
+    CHECK(conv::gpu::fft_nice_size(1) == 2);
+    CHECK(conv::gpu::fft_nice_size(11) == 12);
+    CHECK(conv::gpu::fft_nice_size(13) == 14);
+    CHECK(conv::gpu::fft_nice_size(227) == 240);
+  }
+  SECTION("seeded random problems, whole-image and 16x16 tiles") {
+    convtest::RandomSpec spec;
+    spec.max_n = 2;
+    spec.max_hw = 18;
+    spec.max_channels = 8;
+    spec.max_kernel = 7;
+    auto problems = convtest::random_problems(60, 20261203, spec);
+    const convtest::Data datas[] = {convtest::Data::uniform, convtest::Data::sparse,
+                                    convtest::Data::no_bias};
+    for (size_t i = 0; i < problems.size(); ++i)
+      check_fft_emulation(problems[i], 1100 + i, datas[i % 3]);
+  }
+  SECTION("strided, dilated, depthwise and odd transform sizes") {
+    for (const char* d : {
+             "mb1ic3ih23iw23oc4kh5kw5sh2sw2ph2pw2n\"stride 2 (4 phases)\"",
+             "mb1ic2ih20iw17oc3kh3kw3sh3sw2ph1pw0dh2dw1n\"stride 3, dilated\"",
+             "g6mb2ic6ih13iw11oc6kh3kw3sh2sw2ph1pw1n\"depthwise, stride 2\"",
+             "mb1ic2ih9iw9oc2kh3kw3ph1pw1n\"T = 12 (not a power of two)\"",
+             "mb2ic3ih30iw30oc5kh4kw4sh4sw4n\"stride = kernel\"",
+         }) {
+      const conv::ConvProblem p = conv::parse_descriptor(d);
+      check_fft_emulation(p, 12, convtest::Data::uniform);
+    }
+  }
 }

@@ -701,9 +701,12 @@ TEST_CASE("every valid problem prints a key and descriptor that parse back") {
   CHECK(parse_descriptor(p.key()) == p);
   CHECK(parse_descriptor(conv::to_descriptor(p)) == p);
   p.pad_right += 1;
-  CHECK_THROWS_WITH(p.validate(), Contains("ConvProblem.W") && Contains("OW"));
+  CHECK_THROWS_WITH(p.validate(), Contains("ConvProblem.pad_left") && Contains("OW"));
   ConvProblem q;
   q.H = int64_t{1} << 31;
   q.pad_top = 1;
-  CHECK_THROWS_WITH(q.validate(), Contains("ConvProblem.H") && Contains("OH"));
+  CHECK_THROWS_WITH(q.validate(), Contains("ConvProblem.pad_top") && Contains("OH"));
+  // The descriptor error points at the token that set the padding.
+  CHECK_THROWS_WITH(parse_descriptor("mb1ic1oc1ih1kh1ph1073741824"),
+                    Contains("\"ph\"") && Contains("OH"));
 }

@@ -129,6 +129,38 @@ TEST_CASE("cpu.direct: chunked reductions, band blocks, partial vectors and K ta
   }
 }
 
+TEST_CASE("cpu.direct: strides beyond the padded input keep a small view (no overflow)") {
+  // The phase-split view once held stride_h x stride_w planes: a stride of 2^30 asked for 2^62
+  // floats, whose byte count wrapped around 64 bits and let the kernel write past its workspace.
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
+  const std::vector<std::string> descriptors = {"mb1ic4ih8oc6kh3sh1073741824",
+                                                "mb1ic4ih8oc6kh3sh2147483648",
+                                                "mb1ic4ih8oc6kh3sh9",
+                                                "mb1ic4ih8iw9oc6kh3kw2sh268435456sw3ph1pw1",
+                                                "mb2ic3ih5iw6oc2kh2kw3sh5sw65536pw2",
+                                                "g2mb1ic4ih7oc4kh3sh16ph1dh1"};
+  for (const auto& d : descriptors) {
+    const conv::ConvProblem p = conv::parse_descriptor(d);
+    REQUIRE(algo.applicable(p).ok);
+    convtest::ReferenceCase ref(p, 11);
+    for (const std::string& config : all_config_names(p)) {
+      // The view holds at most min(stride, padded size) phases per dimension.
+      CHECK(algo.workspace_bytes(p, config) < (size_t{1} << 20));
+      for (bool packed : {false, true}) {
+        const auto r = ref.check(algo, config, packed);
+        INFO(label(p, config, packed, r));
+        CHECK(r.nonfinite == 0);
+        CHECK(r.max_error <= r.bound);
+      }
+    }
+  }
+  // A view whose size leaves int64 (padding near 2^31 on every side) is not offered.
+  conv::ConvProblem huge = conv::parse_descriptor("mb1ic1024ih1oc1kh1sh1024ph1073741823");
+  const conv::Applicability a = algo.applicable(huge);
+  CHECK_FALSE(a.ok);
+  CHECK_THAT(a.reason, Catch::Contains("2^58"));
+}
+
 TEST_CASE("cpu.direct offers valid configs and rejects bad configs and short workspaces") {
   const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
   const conv::ConvProblem p = conv::parse_descriptor("mb1ic8ih10iw10oc8kh3kw3ph1pw1");

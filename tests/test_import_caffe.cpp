@@ -479,3 +479,58 @@ TEST_CASE("caffe: malformed files give errors naming file, layer and field", "[i
     REQUIRE_THROWS_WITH(conv::import_model(p), Contains(p) && Contains("input_dim: 3 values"));
   }
 }
+
+TEST_CASE("caffe: control characters in layer names become '_' and the descriptor reads back",
+          "[import]") {
+  TempDir dir;
+  const auto p = dir.write(
+      "ctl.prototxt",
+      net("layer { name: \"c\\n1\\t\\x7f\" type: \"Convolution\" bottom: \"data\" top: \"c\"\n"
+          "  convolution_param { num_output: 4 kernel_size: 3 } }\n"));
+  const auto ps = conv::import_model(p);
+  REQUIRE(ps.size() == 1);
+  CHECK(ps[0].name == "ctl:c_1__");
+  for (const char c : ps[0].name)
+    CHECK(!(static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f));
+  const conv::ConvProblem back = conv::parse_descriptor(conv::to_descriptor(ps[0]));
+  CHECK(back == ps[0]);
+  CHECK(back.name == ps[0].name);
+}
+
+TEST_CASE("caffe: Pooling reads kernel, pad and stride pairs as Caffe's PoolingLayer", "[import]") {
+  // BVLC pooling_layer.cpp LayerSetUp: kernel_size OR (kernel_h and kernel_w); pad OR (pad_h and
+  // pad_w); stride OR (stride_h and stride_w). One of a pair alone fails Caffe's CHECK (unlike
+  // ConvolutionParameter, where a lone pad_h leaves pad_w 0); kernel_size with a lone kernel_h
+  // passes the CHECKs and kernel_size is used.
+  TempDir dir;
+  auto pool_net = [&](const std::string& param, const std::string& dims = "1 1 9 9") {
+    return dir.write("pool.prototxt",
+                     net("layer { name: \"p\" type: \"Pooling\" bottom: \"data\" top: \"p\"\n"
+                         "  pooling_param { " +
+                             param + " } }\n" + conv_layer("num_output: 2 kernel_size: 1", "p"),
+                         dims));
+  };
+  auto refused = [&](const std::string& param, const std::string& field) {
+    const auto p = pool_net(param);
+    REQUIRE_THROWS_WITH(conv::import_model(p),
+                        Contains(p) && Contains("layer \"p\" (Pooling)") && Contains(field));
+  };
+  refused("kernel_size: 3 pad_h: 1", "pooling_param.pad_w: missing: pad_h needs it");
+  refused("kernel_size: 3 pad_w: 1", "pooling_param.pad_h: missing: pad_w needs it");
+  refused("kernel_size: 3 pad: 1 pad_h: 1 pad_w: 1", "pooling_param.pad: give either");
+  refused("kernel_size: 3 stride_h: 2", "pooling_param.stride_w: missing: stride_h needs it");
+  refused("kernel_size: 3 stride: 2 stride_h: 2 stride_w: 2", "pooling_param.stride: give either");
+  refused("kernel_h: 3", "pooling_param.kernel_w: missing: kernel_h needs it");
+  refused("kernel_size: 3 kernel_h: 3 kernel_w: 3", "pooling_param.kernel_size: give either");
+  refused("pool: STOCHASTIC kernel_size: 3 pad: 1", "pooling_param.pad: Caffe implements padding");
+
+  // Pairs given in full: (9 + 2 - 3) / 2 + 1 = 5 rows, (9 - 1) / 1 + 1 = 9 columns.
+  auto ps = conv::import_model(
+      pool_net("kernel_h: 3 kernel_w: 1 pad_h: 1 pad_w: 0 stride_h: 2 stride_w: 1"));
+  REQUIRE(ps.size() == 1);
+  CHECK((ps[0].H == 5 && ps[0].W == 9));
+  // kernel_size wins over a lone kernel_h: 9 - 3 + 1 = 7 both ways.
+  ps = conv::import_model(pool_net("kernel_size: 3 kernel_h: 5"));
+  REQUIRE(ps.size() == 1);
+  CHECK((ps[0].H == 7 && ps[0].W == 7));
+}

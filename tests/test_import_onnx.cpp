@@ -2,6 +2,7 @@
 // ../shared/layers, padding and attribute semantics, and the errors for what is refused.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <set>
@@ -385,4 +386,155 @@ TEST_CASE("ONNX symbolic dims of an inner tensor name the graph input behind the
   const auto problems = conv::import_model(path, {{"x", {5, 3, 8, 8}}});
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].N == 5);
+}
+
+namespace {
+
+/// `m` (one Conv) with a node `op` named `name` (`inputs`, output `out`) inserted just before the
+/// Conv, which then reads `out` as X.
+onnx::ModelProto with_node_before_conv(onnx::ModelProto m, const std::string& op,
+                                       const std::string& name, const std::string& out,
+                                       const std::vector<std::string>& inputs = {"x"}) {
+  auto* g = m.mutable_graph();
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& in : inputs) n->add_input(in);
+  n->add_output(out);
+  int i = g->node_size() - 1;
+  for (; i > 0 && g->node(i - 1).op_type() != "Conv"; --i) {
+  }
+  for (int j = g->node_size() - 1; j >= i; --j) g->mutable_node()->SwapElements(j, j - 1);
+  g->mutable_node(i)->set_input(0, out);  // the Conv, now after the new node
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("ONNX control characters in node names become '_' and the descriptor reads back",
+          "[import]") {
+  onnx::ModelProto m = onnx_models::single_conv({1, 3, 8, 8}, {4, 3, 3, 3});
+  m.mutable_graph()->mutable_node(0)->set_name("bad\nname\x01\x7f");
+  const TempDir dir;
+  const auto problems = conv::import_model(dir.write("ctl.onnx", m));
+  REQUIRE(problems.size() == 1);
+  const conv::ConvProblem& p = problems[0];
+  CHECK(p.name == "ctl:bad_name__");
+  for (const char c : p.name)
+    CHECK(!(static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f));
+  const conv::ConvProblem back = conv::parse_descriptor(conv::to_descriptor(p));
+  CHECK(back == p);
+  CHECK(back.name == p.name);
+}
+
+TEST_CASE("ONNX graph conflicts are named before shape inference", "[import]") {
+  const TempDir dir;
+  onnx::ModelProto no_inputs = onnx_models::single_conv({1, 3, 8, 8}, {4, 3, 3, 3});
+  no_inputs.mutable_graph()->mutable_node(0)->clear_input();
+  const std::string path = dir.write("noinputs.onnx", no_inputs);
+  const std::string error = import_error(path);
+  CHECK_THAT(error, Contains("model \"" + path + "\": node \"conv\" (Conv): input W: missing"));
+  CHECK_THAT(error, !Contains("ShapeInferenceError"));
+
+  // The initializer "w" is 4x3x3x3; the graph also declares "w" as an input of 4x3x5x5.
+  onnx::ModelProto conflict = onnx_models::single_conv({1, 3, 8, 8}, {4, 3, 3, 3});
+  auto* w = conflict.mutable_graph()->add_input();
+  w->set_name("w");
+  auto* t = w->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (const int64_t d : {4, 3, 5, 5}) t->mutable_shape()->add_dim()->set_dim_value(d);
+  const std::string conflict_path = dir.write("conflict.onnx", conflict);
+  const std::string conflict_error = import_error(conflict_path);
+  CHECK_THAT(conflict_error, Contains(conflict_path) && Contains("graph input \"w\"") &&
+                                 Contains("[4, 3, 5, 5]") && Contains("[4, 3, 3, 3]"));
+  CHECK_THAT(conflict_error, !Contains("ShapeInferenceError"));
+
+  // Agreeing declarations (a symbolic dim included) import.
+  t->mutable_shape()->mutable_dim(2)->set_dim_value(3);
+  t->mutable_shape()->mutable_dim(3)->set_dim_param("k");
+  CHECK(conv::import_model(dir.write("agree.onnx", conflict)).size() == 1);
+}
+
+TEST_CASE("ONNX shapes that inference cannot give name the node, not --input", "[import]") {
+  const TempDir dir;
+  const auto base = onnx_models::single_conv({1, 3, 8, 8}, {4, 3, 3, 3});
+
+  const std::string unknown_op =
+      dir.write("foobar.onnx", with_node_before_conv(base, "FooBar", "p", "pool1"));
+  std::string error = import_error(unknown_op);
+  CHECK_THAT(error, Contains(unknown_op) && Contains("node \"conv\" (Conv)") &&
+                        Contains("input X \"pool1\": shape unknown: ONNX shape inference could "
+                                 "not infer it (produced by node \"p\" (FooBar))"));
+  CHECK_THAT(error, !Contains("--input"));
+
+  // Two hops: Relu after FooBar has no shape either; the error names where inference stopped.
+  onnx::ModelProto chain = with_node_before_conv(base, "FooBar", "p", "pool1");
+  chain = with_node_before_conv(chain, "Relu", "r", "xr", {"pool1"});
+  error = import_error(dir.write("chain.onnx", chain));
+  CHECK_THAT(error, Contains("input X \"xr\": shape unknown") &&
+                        Contains("it stopped at node \"p\" (FooBar)"));
+  CHECK_THAT(error, !Contains("--input"));
+
+  // Reshape to a shape computed at run time.
+  onnx::ModelProto reshape = with_node_before_conv(base, "Shape", "shp", "s");
+  reshape = with_node_before_conv(reshape, "Reshape", "r", "xr", {"x", "s"});
+  error = import_error(dir.write("reshape.onnx", reshape));
+  CHECK_THAT(error, Contains("input X \"xr\": shape unknown: ONNX shape inference could not "
+                             "infer it (produced by node \"r\" (Reshape))"));
+  CHECK_THAT(error, !Contains("--input"));
+
+  // The file declares a rank but no dims for the unknown op's output.
+  onnx::ModelProto ranked = with_node_before_conv(base, "FooBar", "p", "pool1");
+  auto* vi = ranked.mutable_graph()->add_value_info();
+  vi->set_name("pool1");
+  for (int i = 0; i < 4; ++i) vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim();
+  error = import_error(dir.write("ranked.onnx", ranked));
+  CHECK_THAT(error, Contains("input X \"pool1\": dimension 0 is unknown: ONNX shape inference "
+                             "could not infer it (produced by node \"p\" (FooBar))"));
+  CHECK_THAT(error, !Contains("--input"));
+
+  // A graph input without a shape behind the unknown op still asks for --input.
+  onnx::ModelProto shapeless = with_node_before_conv(base, "Relu", "r", "xr");
+  shapeless.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  CHECK_THAT(import_error(dir.write("shapeless.onnx", shapeless)),
+             Contains("input X \"xr\": shape unknown (from graph input \"x\")") &&
+                 Contains("--input x=NxCxHxW"));
+}
+
+TEST_CASE("ONNX Conv tensors other than FLOAT are refused, unknown types pass", "[import]") {
+  const TempDir dir;
+  onnx::ModelProto half = onnx_models::single_conv({1, 3, 8, 8}, {4, 3, 3, 3});
+  half.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT16);
+  auto* w = half.mutable_graph()->mutable_initializer(0);
+  w->set_data_type(onnx::TensorProto::FLOAT16);
+  w->set_raw_data(std::string(4 * 3 * 3 * 3 * 2, '\0'));
+  const std::string path = dir.write("half.onnx", half);
+  CHECK_THAT(import_error(path), Contains("model \"" + path +
+                                          "\": node \"conv\" (Conv): input X \"x\": element type "
+                                          "FLOAT16: only FLOAT (fp32) models are supported"));
+
+  onnx::ModelProto int8 = onnx_models::single_conv({1, 3, 8, 8}, {4, 3, 3, 3});
+  int8.mutable_graph()->mutable_initializer(0)->set_data_type(onnx::TensorProto::INT8);
+  CHECK_THAT(import_error(dir.write("int8.onnx", int8)),
+             Contains("input W \"w\": element type INT8: only FLOAT (fp32)"));
+
+  onnx::ModelProto untyped = onnx_models::single_conv({1, 3, 8, 8}, {4, 3, 3, 3});
+  untyped.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::UNDEFINED);
+  const auto problems = conv::import_model(dir.write("untyped.onnx", untyped));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].OH() == 6);
+}
+
+TEST_CASE("make_onnx_models creates its folder when missing", "[import]") {
+  const TempDir dir;
+  const std::string nested = dir.path() + "/new/deeper";
+  const auto paths = onnx_models::write_networks(nested);
+  REQUIRE(paths.size() == 4);
+  CHECK(paths[0] == nested + "/alexnet.onnx");
+  for (const auto& p : paths) CHECK(std::filesystem::is_regular_file(p));
+  CHECK(conv::import_model(paths[0]).size() == 5);
+  // Writing again into the existing folder works too.
+  CHECK(onnx_models::write_networks(nested).size() == 4);
 }

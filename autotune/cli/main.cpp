@@ -105,8 +105,8 @@ int main(int argc, char** argv) {
 
   CLI::App* layers = app.add_subcommand(
       "layers",
-      "print the problems given (descriptors, --batch, --model, MIOpenDriver flags) as a benchdnn "
-      "batch file, one named descriptor per line");
+      "print the problems given as a benchdnn batch file, one named descriptor per line, in "
+      "this order: descriptors, --batch files, --model files, the MIOpenDriver line");
   layers_args.add_sources_to(layers);
 
   bool all_devices = false, db_all_devices = false;

@@ -29,19 +29,34 @@ struct MiopenArgs {
   std::vector<std::string> args;
   bool any() const { return !args.empty(); }
   conv::ConvProblem problem() const { return conv::parse_miopen_flags(args); }
-  /// Moves every MIOpenDriver token of argv[first..] (flags with their values; the sub-command
-  /// word only right at `first`) into `args`; returns the rest, for CLI11.
+  /// Moves every MIOpenDriver token of argv[first..] (the sub-command word and the flags with
+  /// their values, wherever they stand among autotune's own options) into `args`; returns the
+  /// rest, for CLI11. The values of autotune's own options are never taken.
   std::vector<std::string> extract(const std::vector<std::string>& argv, size_t first) {
+    static const char* const kOwnWithValue[] = {
+        "--threads", "--db",     "--device", "--batch",      "--model",    "--input",
+        "--algo",    "--budget", "--rounds", "--max-rounds", "--batch-ms", "--workspace-limit",
+        "--shard"};
     std::vector<std::string> rest(argv.begin(), argv.begin() + static_cast<long>(first));
     for (size_t i = first; i < argv.size(); ++i) {
+      const std::string& a = argv[i];
+      if (a == "--") {  // everything after it is CLI11's
+        rest.insert(rest.end(), argv.begin() + static_cast<long>(i), argv.end());
+        break;
+      }
+      bool own = false;
+      for (const char* o : kOwnWithValue) own = own || a == o;
       bool value_follows = false;
-      const bool flag = argv[i].rfind("-", 0) == 0;
-      if (argv[i] == "--" || !conv::is_miopen_arg(argv[i], &value_follows) ||
-          (!flag && i != first)) {
-        rest.push_back(argv[i]);
+      if (own || !conv::is_miopen_arg(a, &value_follows)) {
+        rest.push_back(a);
+        if (own && i + 1 < argv.size()) rest.push_back(argv[++i]);
         continue;
       }
-      args.push_back(argv[i]);
+      if (a[0] != '-') {  // the sub-command word (conv, convfp16, ...) leads the driver line
+        args.insert(args.begin(), a);
+        continue;
+      }
+      args.push_back(a);
       if (value_follows && i + 1 < argv.size()) args.push_back(argv[++i]);
     }
     return rest;
@@ -85,13 +100,18 @@ struct TuneArgs {
   void add_sources_to(CLI::App* app) {
     app->add_option("DESCRIPTOR", descriptors,
                     "benchdnn conv descriptors, e.g. mb1ic3ih227oc96kh11sh4n\"conv1\"");
+    // One value per occurrence (repeat the option for more), so a descriptor after it is not
+    // taken for a second file.
     app->add_option("--batch", batches, "benchdnn-style file of descriptors (# comments)")
-        ->check(CLI::ExistingFile);
+        ->check(CLI::ExistingFile)
+        ->allow_extra_args(false);
     app->add_option("--model", models,
-                    "every convolution of a network: ONNX (.onnx) or Caffe deploy prototxt");
+                    "every convolution of a network: ONNX (.onnx) or Caffe deploy prototxt")
+        ->allow_extra_args(false);
     app->add_option("--input", inputs,
                     "shape of a model input, NAME=NxCxHxW (e.g. data=1x3x224x224); needed when "
-                    "the model leaves it symbolic, replaces the model's otherwise");
+                    "the model leaves it symbolic, replaces the model's otherwise")
+        ->allow_extra_args(false);
     app->footer(
         "MIOpenDriver conv command lines are accepted too, as pasted from logs: e.g. autotune " +
         app->get_name() +

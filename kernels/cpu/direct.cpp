@@ -102,11 +102,15 @@ struct Geometry {
   int64_t OH = 0, OW = 0, OHW = 0;
   int64_t Hp = 0, Wp = 0;  // padded input size (copy, rows mode)
   int64_t Hq = 0, Wq = 0;  // rows and columns of one phase plane (copy, rows mode)
-  int64_t plane = 0;       // view floats per channel
-  int64_t row_step = 0;    // view floats between consecutive output rows (rows mode)
-  int64_t vpr = 0;         // vectors per output row (rows mode)
-  int64_t nvec = 0;        // vectors per output channel
-  int64_t taps = 0;        // steps per channel: R*S, or (R + band - 1)*S in band mode
+  // Phases stored per dimension: min(stride, padded size). A stride beyond the padded input
+  // (one output row, OH = 1) leaves the other phases empty and never read, and storing them
+  // would make the view stride_h * stride_w planes large.
+  int64_t Ph = 0, Pw = 0;
+  int64_t plane = 0;     // view floats per channel
+  int64_t row_step = 0;  // view floats between consecutive output rows (rows mode)
+  int64_t vpr = 0;       // vectors per output row (rows mode)
+  int64_t nvec = 0;      // vectors per output channel
+  int64_t taps = 0;      // steps per channel: R*S, or (R + band - 1)*S in band mode
   size_t tap_bytes = 0, copy_floats = 0;
   size_t band_floats = 0;  // band weights, groups x taps x band (band mode)
 };
@@ -133,7 +137,9 @@ Geometry make_geometry(const ConvProblem& p, const Config& cfg) {
       g.Wp = p.W + p.pad_left + p.pad_right;
       g.Hq = ceil_div(g.Hp, p.stride_h);
       g.Wq = ceil_div(g.Wp, p.stride_w);
-      g.plane = p.stride_h * p.stride_w * g.Hq * g.Wq;
+      g.Ph = std::min(p.stride_h, g.Hp);
+      g.Pw = std::min(p.stride_w, g.Wp);
+      g.plane = g.Ph * g.Pw * g.Hq * g.Wq;
       g.row_step = g.Wq;
     } else {
       g.plane = p.H * p.W;
@@ -174,7 +180,8 @@ void fill_taps(const ConvProblem& p, const Geometry& g, int64_t* tap) {
       const int64_t row = r * p.dilation_h, col = s * p.dilation_w;
       int64_t off = 0;
       if (g.copy && !g.flat) {
-        const int64_t phase = (row % p.stride_h) * p.stride_w + col % p.stride_w;
+        // row < (R-1)*dilation_h + 1 <= Hp, so row % stride_h < Ph (likewise col).
+        const int64_t phase = (row % p.stride_h) * g.Pw + col % p.stride_w;
         off = phase * g.Hq * g.Wq + (row / p.stride_h) * g.Wq + col / p.stride_w;
       } else if (!g.flat) {
         off = row * p.W + col;
@@ -234,14 +241,14 @@ void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v
   }
   // One task per (channel, row phase, phase row): writes that row of every column phase.
   // (collapse: the loop indices are stepped, not divided out per row.)
-  const int64_t sh = p.stride_h, sw = p.stride_w, rows = sh * g.Hq;
+  const int64_t sh = p.stride_h, sw = p.stride_w, rows = g.Ph * g.Hq;
 #pragma omp for schedule(static) collapse(2)
   for (int64_t c = 0; c < p.C; ++c)
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t qh = row / g.Hq, hq = row - qh * g.Hq;
       const int64_t ih = hq * sh + qh - p.pad_top;
-      for (int64_t qw = 0; qw < sw; ++qw) {
-        float* dst = v + c * g.plane + ((qh * sw + qw) * g.Hq + hq) * g.Wq;
+      for (int64_t qw = 0; qw < g.Pw; ++qw) {
+        float* dst = v + c * g.plane + ((qh * g.Pw + qw) * g.Hq + hq) * g.Wq;
         if (ih < 0 || ih >= p.H) {
           std::fill(dst, dst + g.Wq, 0.0f);
           continue;
@@ -532,7 +539,16 @@ class Direct final : public Algorithm {
   std::string version() const override { return "1"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
-  Applicability applicable(const ConvProblem&) const override { return Applicability::yes(); }
+  Applicability applicable(const ConvProblem& p) const override {
+    // The padded, phase-split input view is C x about (H + pads) x (W + pads) floats; with
+    // padding near 2^31 on both sides that count leaves int64 (valid problems may have it).
+    const long double Hp = static_cast<long double>(p.H) + p.pad_top + p.pad_bottom;
+    const long double Wp = static_cast<long double>(p.W) + p.pad_left + p.pad_right;
+    const long double view_bytes = 4.0L * p.C * 2 * (Hp + 1) * 2 * (Wp + 1);
+    if (view_bytes > 0x1p58L)
+      return Applicability::no("the padded input view would need more than 2^58 bytes");
+    return Applicability::yes();
+  }
 
   // The blocks of the widest ISA this CPU runs (the portable kernels run the AVX2 set).
   std::vector<std::string> configs(const ConvProblem& p) const override {

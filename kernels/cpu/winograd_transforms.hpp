@@ -27,7 +27,15 @@
 //                1/90 1/45 2/45; 1/90 -1/45 2/45; 0 0 1]
 // The functions below evaluate these products with the usual even/odd sharing (NNPACK's
 // winograd-f6k3 does the same), which is why they are not plain matrix loops.
+// The functions are also __host__ __device__ when compiled by nvcc: cuda.winograd
+// (kernels/cuda/winograd_tile.hpp) runs them per thread with T = float.
 #pragma once
+
+#ifdef __CUDACC__
+#define CONVTUNE_WINO_HD __host__ __device__
+#else
+#define CONVTUNE_WINO_HD
+#endif
 
 namespace conv::kernels::winograd {
 
@@ -38,15 +46,26 @@ struct Arith;
 
 template <>
 struct Arith<double> {
-  static double add(double a, double b) { return a + b; }
-  static double sub(double a, double b) { return a - b; }
-  static double mul(double a, double c) { return a * c; }
-  static double madd(double a, double c, double b) { return a * c + b; }
+  CONVTUNE_WINO_HD static double add(double a, double b) { return a + b; }
+  CONVTUNE_WINO_HD static double sub(double a, double b) { return a - b; }
+  CONVTUNE_WINO_HD static double mul(double a, double c) { return a * c; }
+  CONVTUNE_WINO_HD static double madd(double a, double c, double b) { return a * c + b; }
+};
+
+/// fp32 scalars (cuda.winograd, one tile per GPU thread); constants rounded to float.
+template <>
+struct Arith<float> {
+  CONVTUNE_WINO_HD static float add(float a, float b) { return a + b; }
+  CONVTUNE_WINO_HD static float sub(float a, float b) { return a - b; }
+  CONVTUNE_WINO_HD static float mul(float a, double c) { return a * static_cast<float>(c); }
+  CONVTUNE_WINO_HD static float madd(float a, double c, float b) {
+    return a * static_cast<float>(c) + b;
+  }
 };
 
 /// B^T d: alpha = m + 2 inputs `d`, alpha outputs `o`.
 template <int M, class T>
-inline void input_1d(const T* d, T* o) {
+CONVTUNE_WINO_HD inline void input_1d(const T* d, T* o) {
   using X = Arith<T>;
   static_assert(M == 2 || M == 4 || M == 6, "F(m,3) for m = 2, 4, 6");
   if constexpr (M == 2) {
@@ -87,7 +106,7 @@ inline void input_1d(const T* d, T* o) {
 
 /// A^T s: alpha inputs `s`, m outputs `y`.
 template <int M, class T>
-inline void output_1d(const T* s, T* y) {
+CONVTUNE_WINO_HD inline void output_1d(const T* s, T* y) {
   using X = Arith<T>;
   static_assert(M == 2 || M == 4 || M == 6, "F(m,3) for m = 2, 4, 6");
   if constexpr (M == 2) {
@@ -115,7 +134,7 @@ inline void output_1d(const T* s, T* y) {
 
 /// G g: 3 filter taps `g`, alpha outputs `u`.
 template <int M, class T>
-inline void weight_1d(const T* g, T* u) {
+CONVTUNE_WINO_HD inline void weight_1d(const T* g, T* u) {
   using X = Arith<T>;
   static_assert(M == 2 || M == 4 || M == 6, "F(m,3) for m = 2, 4, 6");
   if constexpr (M == 2) {

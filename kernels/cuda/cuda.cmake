@@ -1,7 +1,9 @@
 # ---- CUDA backend (kernels/cuda/): included from the root CMakeLists.txt when CONVTUNE_HAVE_CUDA ----
-# Adds the CUDA algorithms and the CUDA DeviceOps to the convtune library and links the CUDA
-# runtime, cuBLAS and cuDNN. Included (not add_subdirectory) because enable_language(CUDA) must run
-# in the directory that defines the convtune target.
+# Builds the CUDA algorithms and the CUDA DeviceOps as their own shared library,
+# libconvtune_cuda.so, which links libconvtune (the Algorithm base classes, conv::Error, the CPU
+# error models it shares) plus the CUDA runtime, cuBLAS, cuFFT and cuDNN. libconvtune itself
+# links none of them: it dlopen()s the plugin from its own directory at run time
+# (src/device_ops.cpp), so one build serves machines with and without CUDA.
 
 # Ampere and Hopper by default; -DCMAKE_CUDA_ARCHITECTURES=90 (scripts/gpu-check.sh) overrides.
 if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
@@ -17,28 +19,34 @@ find_path(CONVTUNE_CUDNN_INCLUDE_DIR NAMES cudnn.h HINTS ${CUDAToolkit_INCLUDE_D
 message(STATUS "convtune: cuDNN ${CONVTUNE_CUDNN_LIBRARY}, CUDA architectures "
                "${CMAKE_CUDA_ARCHITECTURES}")
 
-# The CUDA sources get their own object library so that they have their own compile options
-# (nvcc does not take the library's -Wall -Wextra) and end up inside libconvtune.
-add_library(convtune_cuda OBJECT
+add_library(convtune_cuda SHARED
+  kernels/cuda/plugin.cpp
   kernels/cuda/runtime.cpp
   kernels/cuda/cudnn.cpp
   kernels/cuda/direct.cu
   kernels/cuda/im2col_gemm.cu
+  kernels/cuda/implicit_gemm.cu
+  kernels/cuda/winograd.cu
+  kernels/cuda/fft.cu
 )
-set_target_properties(convtune_cuda PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
-                                               CUDA_RUNTIME_LIBRARY Shared)
+# No SONAME version: libconvtune opens exactly "libconvtune_cuda.so" next to itself and checks
+# the plugin's convtune version (kernels/cuda/plugin.cpp) before using it.
+set_target_properties(convtune_cuda PROPERTIES
+  OUTPUT_NAME convtune_cuda
+  CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
+  CUDA_RUNTIME_LIBRARY Shared
+  LIBRARY_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:convtune>
+  # Installed next to libconvtune: finds it (and the CUDA toolkit's libraries) by RPATH.
+  INSTALL_RPATH "$ORIGIN"
+  INSTALL_RPATH_USE_LINK_PATH ON)
 target_include_directories(convtune_cuda
   PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR}/src
           ${CMAKE_CURRENT_SOURCE_DIR}/kernels)
 target_include_directories(convtune_cuda SYSTEM PRIVATE ${CONVTUNE_CUDNN_INCLUDE_DIR})
 target_compile_definitions(convtune_cuda PRIVATE CONVTUNE_HAVE_CUDA
                                                  CONVTUNE_VERSION="${PROJECT_VERSION}")
+# nvcc does not take the library's -Wall -Wextra; the C++ sources do.
 target_compile_options(convtune_cuda PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
-target_link_libraries(convtune_cuda PRIVATE CUDA::cudart CUDA::cublas)
-
-target_compile_definitions(convtune PRIVATE CONVTUNE_HAVE_CUDA)
-# convtune was defined before CUDA was enabled, so it did not pick up these defaults.
-set_target_properties(convtune PROPERTIES CUDA_RUNTIME_LIBRARY Shared
-                                          CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
-target_sources(convtune PRIVATE $<TARGET_OBJECTS:convtune_cuda>)
-target_link_libraries(convtune PRIVATE CUDA::cudart CUDA::cublas ${CONVTUNE_CUDNN_LIBRARY})
+target_link_libraries(convtune_cuda PRIVATE convtune CUDA::cudart CUDA::cublas CUDA::cufft
+                                            ${CONVTUNE_CUDNN_LIBRARY})
+install(TARGETS convtune_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

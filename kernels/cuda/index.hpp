@@ -9,8 +9,10 @@
 
 #ifdef __CUDACC__
 #define CT_HD __host__ __device__ __forceinline__
+#define CT_UNROLL _Pragma("unroll")
 #else
 #define CT_HD inline
+#define CT_UNROLL
 #endif
 
 namespace conv::gpu {

@@ -51,3 +51,10 @@ class Handles {
 Handles lock_handles(void* stream);
 
 }  // namespace conv::gpu
+
+namespace conv {
+class DeviceOps;
+/// The DeviceOps of CUDA device `index` (made current); throws conv::Error ("device: cuda:i:
+/// ...") when there is no such device. Exported to libconvtune through kernels/cuda/plugin.cpp.
+const DeviceOps& cuda_device_ops(int index);
+}  // namespace conv

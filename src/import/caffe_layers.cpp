@@ -36,8 +36,12 @@ HW spatial(const Layer& l, const std::string& param, const std::string& message_
   if (h || w) {
     if (!values.empty())
       l.fail(field, "give either " + name + " or " + name_h + " and " + name_w + ", not both");
-    if (pair_required && !h) l.fail(param + "." + name_h, "missing: " + name_w + " needs it");
-    if (pair_required && !w) l.fail(param + "." + name_w, "missing: " + name_h + " needs it");
+    const std::string both = " (Caffe's " + l.param.type() + " layer requires " + name_h + " and " +
+                             name_w + " together)";
+    if (pair_required && !h)
+      l.fail(param + "." + name_h, "missing: " + name_w + " needs it" + both);
+    if (pair_required && !w)
+      l.fail(param + "." + name_w, "missing: " + name_h + " needs it" + both);
     r = {h.value_or(0), w.value_or(0)};
     check_range(l, param + "." + name_h, r.h, lo);
     check_range(l, param + "." + name_w, r.w, lo);
@@ -186,6 +190,11 @@ Shape pooling(const Layer& l, const std::string& bottom, const Shape& x) {
   if (pp.global_pooling()) {
     if (pp.has_kernel_size() || pp.has_kernel_h() || pp.has_kernel_w())
       l.fail(P + ".kernel_size", "must not be given with global_pooling: true");
+  } else if (pp.has_kernel_size() && pp.has_kernel_h() != pp.has_kernel_w()) {
+    // Caffe's PoolingLayer::LayerSetUp refuses kernel_size with both kernel_h and kernel_w, but
+    // with only one of them it passes its checks and uses kernel_size, ignoring the other.
+    k = spatial(l, P, T, "kernel_size", single(true, pp.kernel_size()), std::nullopt, std::nullopt,
+                true, std::nullopt, 1);
   } else {
     k = spatial(l, P, T, "kernel_size", single(pp.has_kernel_size(), pp.kernel_size()),
                 opt(pp.has_kernel_h(), pp.kernel_h()), opt(pp.has_kernel_w(), pp.kernel_w()), true,
@@ -200,6 +209,8 @@ Shape pooling(const Layer& l, const std::string& bottom, const Shape& x) {
   if (pp.global_pooling() && (pad.h || pad.w || s.h != 1 || s.w != 1))
     l.fail(P + ".global_pooling", "only pad 0 and stride 1 go with global_pooling: true");
   const bool padded = pad.h || pad.w;
+  if (padded && pp.pool() == caffe::PoolingParameter::STOCHASTIC)
+    l.fail(P + ".pad", "Caffe implements padding only for MAX and AVE pooling, not STOCHASTIC");
   const char* axis_names[2] = {"height", "width"};
   const int64_t in[2] = {x[2], x[3]}, kk[2] = {k.h, k.w}, ppad[2] = {pad.h, pad.w},
                 ss[2] = {s.h, s.w};

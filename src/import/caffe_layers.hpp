@@ -53,8 +53,11 @@ Shape convolution_output(const ConvProblem& p);
 /// A Pooling layer (MAX, AVE, STOCHASTIC: same shape rule) on the 4-D bottom `x`, with Caffe's
 /// rounding: OH = ceil((H + 2 pad - kernel) / stride) + 1 (floor with round_mode: FLOOR), less
 /// one when padding is set and the last window would start in the bottom padding
-/// ((OH - 1) stride >= H + pad). global_pooling uses kernel = H x W. Throws for a missing kernel,
-/// kernel with global_pooling, pad >= kernel, a kernel larger than the padded input.
+/// ((OH - 1) stride >= H + pad). global_pooling uses kernel = H x W. Field rules as Caffe's
+/// PoolingLayer::LayerSetUp: kernel_h / kernel_w, pad_h / pad_w and stride_h / stride_w only in
+/// pairs (one alone is refused, not defaulted), kernel_size wins over a lone kernel_h or
+/// kernel_w. Throws for a missing kernel, kernel with global_pooling, pad >= kernel, padding with
+/// STOCHASTIC pooling, a kernel larger than the padded input.
 Shape pooling(const Layer& l, const std::string& bottom, const Shape& x);
 
 /// Concat of `xs` (same rank, equal dims but along the axis; axis 1 default, or the legacy

@@ -19,7 +19,8 @@ struct Source {
 std::vector<ConvProblem> import_onnx(const Source& src, const InputShapes& inputs);
 std::vector<ConvProblem> import_caffe_prototxt(const Source& src, const InputShapes& inputs);
 
-/// Validates `p` (named net:layer) and returns it; a validate() error becomes
+/// Validates `p` (named net:layer, control characters in it replaced by '_' so that its descriptor
+/// reads back) and returns it; a validate() error becomes
 /// `model "<path>": <where>: <validate message>`.
 ConvProblem checked(const Source& src, const std::string& where, ConvProblem p);
 

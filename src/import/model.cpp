@@ -16,6 +16,10 @@ void Source::fail(const std::string& what) const {
 
 ConvProblem checked(const Source& src, const std::string& where, ConvProblem p) {
   p.name = src.net + ":" + where;
+  // Control characters would reach `autotune layers` output raw, and the descriptor printer
+  // escapes only `"` and `\`, so a name like "c\n1" could not be read back by --batch.
+  for (char& c : p.name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
   try {
     p.validate();
   } catch (const Error& e) {

@@ -6,6 +6,7 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
+#include <unordered_map>
 
 #include "onnx_conv.hpp"
 
@@ -96,6 +97,47 @@ void apply_inputs(const Source& src, onnx::GraphProto& graph, const InputShapes&
     if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
 }
 
+/// Refuses graph-level conflicts that ONNX shape inference would only report as a bare
+/// ShapeInferenceError: a Conv without X or W, and an initializer that is also a graph input
+/// whose dims or element type differ from the input's declared ones.
+void check_graph(const Source& src, const onnx::GraphProto& graph) {
+  for (const auto& node : graph.node()) {
+    if (!onnx_import::is_onnx_op(node, "Conv")) continue;
+    const NodeRef at(src, node);
+    if (node.input_size() < 2)
+      at.fail(std::string("input W: missing (") +
+              (node.input_size() == 0 ? "the node has no inputs; " : "") + "Conv needs X and W)");
+    if (node.input(0).empty()) at.fail("input X: missing");
+    if (node.input(1).empty()) at.fail("input W: missing");
+  }
+  std::unordered_map<std::string, const onnx::TensorProto*> initializers;
+  for (const auto& t : graph.initializer()) initializers.emplace(t.name(), &t);
+  for (const auto& in : graph.input()) {
+    const auto it = initializers.find(in.name());
+    if (it == initializers.end() || !in.type().has_tensor_type()) continue;
+    const onnx::TensorProto& init = *it->second;
+    const auto& declared = in.type().tensor_type();
+    const std::string where = "graph input \"" + in.name() + "\": ";
+    if (declared.elem_type() != onnx::TensorProto::UNDEFINED &&
+        init.data_type() != onnx::TensorProto::UNDEFINED &&
+        declared.elem_type() != init.data_type())
+      src.fail(
+          where + "declared element type " + onnx::TensorProto_DataType_Name(declared.elem_type()) +
+          " differs from its initializer's " + onnx::TensorProto_DataType_Name(init.data_type()));
+    if (!declared.has_shape()) continue;
+    bool same = declared.shape().dim_size() == init.dims_size();
+    for (int i = 0; same && i < init.dims_size(); ++i)
+      same = !declared.shape().dim(i).has_dim_value() ||
+             declared.shape().dim(i).dim_value() == init.dims(i);
+    if (same) continue;
+    onnx::TensorShapeProto dims;
+    for (const int64_t d : init.dims()) dims.add_dim()->set_dim_value(d);
+    src.fail(where + "declared shape " + onnx_import::shape_string(declared.shape()) +
+             " differs from its initializer's dims " + onnx_import::shape_string(dims) +
+             " (ONNX shape inference refuses the conflict)");
+  }
+}
+
 /// Makes the graph safe for ONNX shape inference, which divides by strides and indexes X's dims
 /// with W's kernel dims unchecked (onnx 1.12 convPoolShapeInference): strides, dilations and
 /// kernel sizes must be >= 1 on every node, Conv ranks must be 2-D where already known, and a
@@ -110,7 +152,10 @@ void prepare_for_inference(const Source& src, onnx::GraphProto& graph) {
       at.fail("not supported: ConvTranspose (transposed convolution); only Conv is imported");
     for (const char* name : {"strides", "dilations", "kernel_shape"})
       onnx_import::ints_attr(at, name, 0, 1, {});
-    if (node.op_type() == "Conv") onnx_import::check_conv_ranks(at, declared);
+    if (node.op_type() == "Conv") {
+      onnx_import::check_elem_types(at, declared);
+      onnx_import::check_conv_ranks(at, declared);
+    }
     const int w = node.op_type() == "QLinearConv"                               ? 3
                   : node.op_type() == "Conv" || node.op_type() == "ConvInteger" ? 1
                                                                                 : -1;
@@ -147,6 +192,7 @@ void infer_shapes(const Source& src, onnx::ModelProto& model) {
 std::vector<ConvProblem> import_onnx(const Source& src, const InputShapes& inputs) {
   onnx::ModelProto model = read_model(src);
   apply_inputs(src, *model.mutable_graph(), inputs);
+  check_graph(src, model.graph());
   prepare_for_inference(src, *model.mutable_graph());
   infer_shapes(src, model);
   const onnx_import::Shapes shapes(model.graph());

@@ -2,6 +2,7 @@
 // Every attribute is type- and range-checked before it is used in arithmetic.
 #include <algorithm>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 
 #include "onnx_conv.hpp"
@@ -79,6 +80,18 @@ void check_rank(const NodeRef& at, const std::string& role, const std::string& t
   at.fail(what + ": expected 4 dims, got " + std::to_string(rank));
 }
 
+/// ": ONNX shape inference could not infer it (produced by node "p" (FooBar))" for a tensor
+/// whose shape stops at `origin.node`.
+std::string not_inferred(const NodeRef& at, const Shapes::Origin& origin,
+                         const std::string& tensor) {
+  const NodeRef stop(at.src, *origin.node);
+  const auto& outs = origin.node->output();
+  const bool produces = std::find(outs.begin(), outs.end(), tensor) != outs.end();
+  return ": ONNX shape inference could not infer it (" +
+         std::string(produces ? "produced by" : "it stopped at") + " node " + quoted(stop.name) +
+         " (" + origin.node->op_type() + "))";
+}
+
 /// A dimension of `tensor` as a number in [1, 2^31], or failure naming what is wrong with it.
 int64_t dim_value(const NodeRef& at, const Shapes& shapes, const std::string& role,
                   const std::string& tensor, const onnx::TensorShapeProto& shape, int i) {
@@ -91,6 +104,11 @@ int64_t dim_value(const NodeRef& at, const Shapes& shapes, const std::string& ro
     return d.dim_value();
   }
   const std::string param = d.has_dim_param() ? d.dim_param() : "";
+  if (param.empty()) {
+    const Shapes::Origin origin = shapes.unknown_origin(tensor, true);
+    if (origin.input.empty() && origin.node)
+      at.fail(what + " is unknown" + not_inferred(at, origin, tensor));
+  }
   const std::string input = shapes.input_behind(tensor, param);
   std::string msg = what + (param.empty() ? " is unknown" : " is symbolic (" + quoted(param) + ")");
   if (!input.empty() && input != tensor) msg += ", from graph input " + quoted(input);
@@ -146,11 +164,66 @@ Shapes::Shapes(const onnx::GraphProto& graph) : graph_(graph) {
     onnx::TensorShapeProto s;
     for (const int64_t d : t.dims()) s.add_dim()->set_dim_value(d);
     initializers_.emplace(t.name(), std::move(s));
+    if (t.data_type() != onnx::TensorProto::UNDEFINED) elem_types_.emplace(t.name(), t.data_type());
   }
   for (const auto* vis : {&graph.input(), &graph.value_info(), &graph.output()})
-    for (const auto& vi : *vis)
-      if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
-        declared_.emplace(vi.name(), &vi.type().tensor_type().shape());
+    for (const auto& vi : *vis) {
+      if (!vi.type().has_tensor_type()) continue;
+      const auto& t = vi.type().tensor_type();
+      if (t.has_shape()) declared_.emplace(vi.name(), &t.shape());
+      if (t.elem_type() != onnx::TensorProto::UNDEFINED)
+        elem_types_.emplace(vi.name(), t.elem_type());
+    }
+  for (const auto& node : graph.node())
+    for (const auto& out : node.output())
+      if (!out.empty()) producers_.emplace(out, &node);
+}
+
+int32_t Shapes::elem_type(const std::string& tensor) const {
+  const auto it = elem_types_.find(tensor);
+  return it == elem_types_.end() ? 0 : it->second;
+}
+
+Shapes::Origin Shapes::unknown_origin(const std::string& tensor, bool any_dim) const {
+  const auto unknown = [&](const std::string& t) {
+    const onnx::TensorShapeProto* s = find(t);
+    return !s || (any_dim && std::any_of(s->dim().begin(), s->dim().end(),
+                                         [](const auto& d) { return !d.has_dim_value(); }));
+  };
+  std::unordered_set<std::string> seen;
+  std::vector<std::string> todo{tensor};
+  Origin r;
+  while (!todo.empty()) {
+    const std::string t = todo.back();
+    todo.pop_back();
+    if (!seen.insert(t).second) continue;
+    const bool graph_input =
+        !initializers_.count(t) && std::any_of(graph_.input().begin(), graph_.input().end(),
+                                               [&](const auto& vi) { return vi.name() == t; });
+    if (graph_input) return {t, nullptr};  // only unknown tensors get here
+    const auto p = producers_.find(t);
+    if (p == producers_.end()) continue;
+    bool unknown_input = false;
+    for (int i = p->second->input_size() - 1; i >= 0; --i) {
+      const std::string& in = p->second->input(i);
+      if (in.empty() || !unknown(in)) continue;
+      unknown_input = true;
+      todo.push_back(in);
+    }
+    if (!unknown_input && !r.node) r.node = p->second;
+  }
+  return r;
+}
+
+std::string shape_string(const onnx::TensorShapeProto& shape) {
+  std::string s = "[";
+  for (int i = 0; i < shape.dim_size(); ++i) {
+    const auto& d = shape.dim(i);
+    s += (i ? ", " : "") + (d.has_dim_value()   ? std::to_string(d.dim_value())
+                            : d.has_dim_param() ? d.dim_param()
+                                                : std::string("?"));
+  }
+  return s + "]";
 }
 
 const onnx::TensorShapeProto* Shapes::find(const std::string& tensor) const {
@@ -189,10 +262,25 @@ void check_conv_ranks(const NodeRef& at, const Shapes& shapes) {
       unsupported(at, "attribute \"kernel_shape\"", k->ints_size() + 2);
 }
 
+void check_elem_types(const NodeRef& at, const Shapes& shapes) {
+  const auto& node = at.node;
+  for (int i = 0; i < std::min(node.input_size(), 3); ++i) {
+    const std::string& t = node.input(i);
+    const int32_t type = t.empty() ? 0 : shapes.elem_type(t);
+    if (type == onnx::TensorProto::UNDEFINED || type == onnx::TensorProto::FLOAT) continue;
+    const std::string type_name = onnx::TensorProto_DataType_IsValid(type)
+                                      ? onnx::TensorProto_DataType_Name(type)
+                                      : "#" + std::to_string(type);
+    at.fail(std::string("input ") + "XWB"[i] + " " + quoted(t) + ": element type " + type_name +
+            ": only FLOAT (fp32) models are supported");
+  }
+}
+
 ConvProblem conv_problem(const NodeRef& at, const Shapes& shapes) {
   const auto& node = at.node;
   if (node.input_size() < 1 || node.input(0).empty()) at.fail("input X: missing");
   if (node.input_size() < 2 || node.input(1).empty()) at.fail("input W (weights): missing");
+  check_elem_types(at, shapes);
   check_conv_ranks(at, shapes);
   const std::string &x = node.input(0), &w = node.input(1);
 
@@ -220,10 +308,14 @@ ConvProblem conv_problem(const NodeRef& at, const Shapes& shapes) {
 
   const onnx::TensorShapeProto* xs = shapes.find(x);
   if (!xs) {
-    const std::string input = shapes.input_behind(x, "");
-    at.fail("input X " + quoted(x) + ": shape unknown" +
-            (!input.empty() && input != x ? " (from graph input " + quoted(input) + ")" : "") +
-            "; pass the input shape with --input " + (input.empty() ? "NAME" : input) + "=NxCxHxW");
+    const Shapes::Origin origin = shapes.unknown_origin(x, false);
+    const std::string what = "input X " + quoted(x) + ": shape unknown";
+    if (!origin.input.empty())
+      at.fail(what + (origin.input != x ? " (from graph input " + quoted(origin.input) + ")" : "") +
+              "; pass the input shape with --input " + origin.input + "=NxCxHxW");
+    if (!origin.node)
+      at.fail(what + ": no node produces it and it is not a graph input or initializer");
+    at.fail(what + not_inferred(at, origin, x));
   }
   std::vector<int64_t> xd(4);
   for (int i = 0; i < 4; ++i) xd[i] = dim_value(at, shapes, "X", x, *xs, i);
