@@ -4,15 +4,16 @@ Tensors are float32, C-contiguous, NCHW: x (N, C, H, W), w (K, C/groups, R, S) (
 bias (K,), y (N, K, OH, OW). NumPy arrays and any object with ``__dlpack__`` (CPU PyTorch
 tensors) are read in place. Times are in milliseconds, sizes in bytes, speeds in GFLOP/s.
 
-- ``conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1)``: runs
-  ``conv::best_forward`` (the perf database's winner; tunes on a miss) and returns a new NumPy
-  array.
+- ``conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, threads=0,
+  perfdb=None, find_mode=None)``: runs ``conv::best_forward`` (the perf database's winner; tunes
+  on a miss) and returns a new NumPy array.
 - ``Problem``: one convolution, from keywords or a oneDNN benchdnn descriptor string.
 - ``Plan``: choose once, pack the weights, ``execute`` many times.
 - ``tune``, ``explain``: measure every algorithm on a problem; plain dicts and lists back.
-- ``import_model(path, inputs=None)``: the convolutions of an ONNX or Caffe prototxt network.
+- ``import_model(path, inputs=None)``: (path: str, bytes or os.PathLike) the convolutions of an ONNX or Caffe prototxt network.
 - ``read_perfdb(path=None)``: every row of a perf database; ``python -m convtune.plot`` draws it.
-- ``Error``: raised for every rejected input and failed call; a subclass of ValueError.
+- ``Error``: raised for every rejected input and failed call, None and wrong types included; a
+  subclass of ValueError. MemoryError when an output does not fit in memory.
 
 The perf database is ``$CONVTUNE_PERFDB``, else ``~/.cache/convtune/perfdb.sqlite``.
 """

@@ -13,6 +13,10 @@ file's order, or for a perf database the order of --batch FILE (the layers tuned
 else the order they were first measured (measurement dates have 1 s resolution; ties by key).
 The winner of each layer (the stored one; a JSON's "winner") is ringed and labelled with its
 config and time. ``-o out.png`` writes out.png and out.svg.
+
+A missing or unreadable INPUT, or one that is neither, prints "convtune.plot: <path>: <what>" and
+exits 2. Layers of --batch FILE that INPUT does not hold are left out with a warning on stderr;
+when none is there, it exits 2.
 """
 
 import argparse
@@ -21,7 +25,11 @@ import math
 import sys
 from pathlib import Path
 
-__all__ = ["load", "draw", "main"]
+__all__ = ["PlotError", "load", "draw", "main"]
+
+
+class PlotError(Exception):
+    """A file that cannot be plotted; main() prints "convtune.plot: <message>" and exits 2."""
 
 
 def _label(name, key):
@@ -80,8 +88,8 @@ def _from_rows(rows, path, fingerprint=None, batch=None):
         except Exception:  # noqa: BLE001 - no extension: the choice below reports it
             pass
     if len(prints) != 1:
-        raise SystemExit(
-            "convtune.plot: %s; pass --fingerprint with a substring of one of: %s"
+        raise PlotError(
+            "%s; pass --fingerprint with a substring of one of: %s"
             % ("no device matches" if not prints else "several devices", ", ".join(prints) or "-")
         )
     fp = prints[0]
@@ -105,6 +113,7 @@ def _from_rows(rows, path, fingerprint=None, batch=None):
             if key in cands and key not in keys:
                 keys.append(key)
                 names.setdefault(key, name)
+        _missing(batch, keys)
     else:
         keys = sorted(cands, key=lambda k: (first_seen[k], k))
     return [
@@ -118,33 +127,75 @@ def _from_rows(rows, path, fingerprint=None, batch=None):
     ], fp
 
 
+def _missing(batch, found_keys):
+    """Warns on stderr about --batch layers without measurements; PlotError when none has any."""
+    found = set(found_keys)
+    missing = [name or key for key, name in batch if key not in found]
+    if not missing:
+        return
+    if not found:
+        raise PlotError("none of the %d --batch layers is in the input: %s"
+                        % (len(batch), ", ".join(missing)))
+    print("convtune.plot: warning: %d of the %d --batch layers are not in the input, left out: %s"
+          % (len(missing), len(batch), ", ".join(missing)), file=sys.stderr)
+
+
 def load(source, path="oneshot", fingerprint=None, batch_file=None):
     """Reads INPUT (see the module doc) into (layers, device): layers is a list of dicts
     {label, key, times: {algo: (best ms, config)}, winner: (algo, config, noisy) or None}; device
-    is the fingerprint plotted."""
+    is the fingerprint plotted. Raises PlotError "<path>: <what>" for a missing or unreadable
+    file, or one that is neither a perf database nor JSON; warns on stderr about --batch layers
+    that are not in the input (PlotError when none is)."""
+    try:
+        from . import Error
+    except ImportError:  # no extension: JSON input still works; nothing raises Error then
+        Error = ()
+
     batch = None
     if batch_file:
         from . import read_batch_file
 
-        batch = [(p.key, p.name) for p in read_batch_file(str(batch_file))]
+        try:
+            batch = [(p.key, p.name) for p in read_batch_file(str(batch_file))]
+        except Error as e:
+            raise PlotError("%s: %s" % (batch_file, e)) from None
     text = None
     if source == "-":
         text = sys.stdin.read()
     else:
-        raw = Path(source).read_bytes()
+        try:
+            raw = Path(source).read_bytes()
+        except OSError as e:
+            raise PlotError("%s: %s" % (source, e.strerror or e)) from None
         if not raw.startswith(b"SQLite format 3\0"):
-            text = raw.decode("utf-8")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise PlotError("%s: neither a perf database (SQLite) nor JSON (not UTF-8 text)"
+                                % source) from None
     if text is None:
         from . import read_perfdb
 
-        return _from_rows(read_perfdb(str(source)), path, fingerprint, batch)
-    data = json.loads(text)
+        try:
+            rows = read_perfdb(str(source))
+        except Error as e:
+            raise PlotError("%s: %s" % (source, e)) from None
+        return _from_rows(rows, path, fingerprint, batch)
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise PlotError("%s: neither a perf database (SQLite) nor JSON (%s)"
+                        % ("<stdin>" if source == "-" else source, e)) from None
     if isinstance(data, dict) and "winners" in data and "candidates" in data:
         return _from_rows(data, path, fingerprint, batch)
     entries = data if isinstance(data, list) else [data]
+    if not all(isinstance(e, dict) for e in entries):
+        raise PlotError("%s: JSON, but not tune/explain results or a perf database export"
+                        % ("<stdin>" if source == "-" else source))
     layers = _from_results(entries, path)
     if batch is not None:
         order = {key: i for i, (key, _) in enumerate(batch)}
+        _missing(batch, [l["key"] for l in layers if l["key"] in order])
         layers = sorted(
             (l for l in layers if l["key"] in order), key=lambda l: order[l["key"]]
         )
@@ -160,7 +211,7 @@ def draw(layers, out, title=None, device=None, path="oneshot"):
     import matplotlib.pyplot as plt
 
     if not layers:
-        raise SystemExit("convtune.plot: no layer with measurements to draw")
+        raise PlotError("no layer with measurements to draw")
     algos = []
     for layer in layers:
         for a in layer["times"]:
@@ -235,8 +286,12 @@ def main(argv=None):
                     help="one-shot times (best_forward) or Plan times with packed weights")
     ap.add_argument("--title", help="figure title")
     args = ap.parse_args(argv)
-    layers, device = load(args.input, args.path, args.fingerprint, args.batch)
-    outs = draw(layers, args.output, args.title, device, args.path)
+    try:
+        layers, device = load(args.input, args.path, args.fingerprint, args.batch)
+        outs = draw(layers, args.output, args.title, device, args.path)
+    except PlotError as e:
+        print("convtune.plot: %s" % e, file=sys.stderr)
+        return 2
     print("wrote " + " and ".join(str(o) for o in outs))
     return 0
 

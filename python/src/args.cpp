@@ -22,39 +22,76 @@ std::string repr_text(nb::handle v) {
 }
 
 // A Python int (bool excluded: stride=True is a mistake, not 1).
-bool as_int(nb::handle v, int64_t* out) {
-  if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr())) return false;
-  return nb::try_cast<int64_t>(v, *out);
+bool is_int(nb::handle v) {
+  return PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr());
+}
+
+// An int that does not fit int64 is reported with the argument's range, not as a wrong type.
+[[noreturn]] void out_of_range(const std::string& name, const char* range, nb::handle v) {
+  throw conv::Error(name + ": must be in " + range + ", got " + repr_text(v));
+}
+
+bool as_int(nb::handle v, int64_t* out, const char* name, const char* range) {
+  if (!is_int(v)) return false;
+  if (!nb::try_cast<int64_t>(v, *out)) out_of_range(name, range, v);
+  return true;
 }
 
 // The items of a tuple or list; false for anything else.
-bool as_ints(nb::handle v, std::vector<int64_t>* out) {
+bool as_ints(nb::handle v, std::vector<int64_t>* out, const char* name, const char* range) {
   if (!nb::isinstance<nb::tuple>(v) && !nb::isinstance<nb::list>(v)) return false;
   out->clear();
   for (nb::handle item : v) {
     int64_t x = 0;
-    if (!as_int(item, &x)) return false;
+    if (!as_int(item, &x, name, range)) return false;
     out->push_back(x);
   }
   return true;
 }
 
+constexpr const char* kSizeRange = "[1, 2^31]";
+constexpr const char* kPadRange = "[0, 2^31]";
+
 }  // namespace
+
+int64_t int_arg(nb::handle v, const std::string& name, const char* range) {
+  int64_t x = 0;
+  if (!is_int(v))
+    throw conv::Error(name + ": expected an int, got " +
+                      (v.is_none() ? std::string("None") : py_type_name(v) + " " + repr_text(v)));
+  if (!nb::try_cast<int64_t>(v, x)) out_of_range(name, range, v);
+  return x;
+}
+
+std::string path_arg(nb::handle v, const char* name) {
+  if (nb::isinstance<nb::str>(v) || nb::isinstance<nb::bytes>(v) || nb::hasattr(v, "__fspath__")) {
+    nb::object text = nb::module_::import_("os").attr("fsdecode")(v);
+    std::string out;
+    if (nb::try_cast<std::string>(text, out)) return out;
+  }
+  throw conv::Error(std::string(name) + ": expected a path (str, bytes or os.PathLike), got " +
+                    (v.is_none() ? std::string("None") : py_type_name(v)));
+}
+
+std::optional<std::string> optional_path_arg(nb::handle v, const char* name) {
+  if (v.is_none()) return std::nullopt;
+  return path_arg(v, name);
+}
 
 std::pair<int64_t, int64_t> int_or_pair(nb::handle v, const char* name) {
   int64_t x = 0;
-  if (as_int(v, &x)) return {x, x};
+  if (as_int(v, &x, name, kSizeRange)) return {x, x};
   std::vector<int64_t> xs;
-  if (as_ints(v, &xs) && xs.size() == 2) return {xs[0], xs[1]};
+  if (as_ints(v, &xs, name, kSizeRange) && xs.size() == 2) return {xs[0], xs[1]};
   throw conv::Error(std::string(name) + ": expected an int or a pair (h, w) of ints, got " +
                     py_type_name(v) + " " + repr_text(v));
 }
 
 std::array<int64_t, 4> padding_arg(nb::handle v) {
   int64_t x = 0;
-  if (as_int(v, &x)) return {x, x, x, x};
+  if (as_int(v, &x, "padding", kPadRange)) return {x, x, x, x};
   std::vector<int64_t> xs;
-  if (as_ints(v, &xs)) {
+  if (as_ints(v, &xs, "padding", kPadRange)) {
     if (xs.size() == 2) return {xs[0], xs[0], xs[1], xs[1]};
     if (xs.size() == 4) return {xs[0], xs[1], xs[2], xs[3]};
   }
@@ -65,12 +102,12 @@ std::array<int64_t, 4> padding_arg(nb::handle v) {
 }
 
 void set_geometry(conv::ConvProblem& p, nb::handle stride, nb::handle padding, nb::handle dilation,
-                  int64_t groups) {
+                  nb::handle groups) {
   std::tie(p.stride_h, p.stride_w) = int_or_pair(stride, "stride");
   const auto pad = padding_arg(padding);
   p.pad_top = pad[0], p.pad_bottom = pad[1], p.pad_left = pad[2], p.pad_right = pad[3];
   std::tie(p.dilation_h, p.dilation_w) = int_or_pair(dilation, "dilation");
-  p.groups = groups;
+  p.groups = int_arg(groups, "groups", kSizeRange);
 }
 
 conv::ConvProblem to_problem(nb::handle v, const char* name) {

@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "conv/problem.hpp"
@@ -13,6 +15,18 @@
 namespace convtune_py {
 
 namespace nb = nanobind;
+
+/// A Python int (bool refused) that fits int64. Throws conv::Error "<name>: expected an int, got
+/// <type> <repr>", or for an int beyond int64 "<name>: must be in <range>, got <value>" (`range`
+/// is the documented one, e.g. "[1, 2^31]"; callers check the range itself later).
+int64_t int_arg(nb::handle v, const std::string& name, const char* range);
+
+/// A file path: str, bytes or os.PathLike (os.fsdecode). Throws conv::Error naming `name` for
+/// another type.
+std::string path_arg(nb::handle v, const char* name);
+
+/// None, or a path as path_arg.
+std::optional<std::string> optional_path_arg(nb::handle v, const char* name);
 
 /// An int, or a pair (h, w) of ints: (h, w). Throws conv::Error naming `name` otherwise.
 std::pair<int64_t, int64_t> int_or_pair(nb::handle v, const char* name);
@@ -24,7 +38,7 @@ std::array<int64_t, 4> padding_arg(nb::handle v);
 
 /// Sets the stride, padding, dilation and groups of `p` from Python arguments.
 void set_geometry(conv::ConvProblem& p, nb::handle stride, nb::handle padding, nb::handle dilation,
-                  int64_t groups);
+                  nb::handle groups);
 
 /// A convtune.Problem, or a benchdnn descriptor string (parsed). Throws conv::Error naming `name`.
 conv::ConvProblem to_problem(nb::handle v, const char* name = "problem");

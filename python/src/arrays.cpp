@@ -37,6 +37,41 @@ std::string dtype_text(nb::dlpack::dtype t) {
   return code + std::to_string(t.bits);
 }
 
+// What each tensor argument is, for messages: its layout and the names of its dimensions.
+struct Layout {
+  const char* text;
+  std::vector<const char*> dims;
+};
+
+Layout layout_of(const std::string& name) {
+  if (name == "x") return {"NCHW", {"N", "C", "H", "W"}};
+  if (name == "w") return {"(K, C/groups, R, S)", {"K", "C/groups", "R", "S"}};
+  if (name == "bias") return {"(K,)", {"K"}};
+  return {"", {}};
+}
+
+// Why a Python object is no float32 CPU array nanobind can view, for the message after "got".
+[[noreturn]] void not_an_array(nb::handle v, const std::string& n) {
+  const Layout layout = layout_of(n);
+  const std::string want =
+      n + ": expected a float32 " + (*layout.text ? layout.text + std::string(" ") : "") + "array";
+  if (v.is_none()) throw conv::Error(want + ", got None");
+  std::string got = Py_TYPE(v.ptr())->tp_name;
+  nb::object dtype = nb::getattr(v, "dtype", nb::none());
+  if (!dtype.is_none()) {  // a NumPy array (or alike) nanobind cannot view
+    nb::object text = nb::getattr(dtype, "str", nb::none());
+    nb::object native = nb::getattr(dtype, "isnative", nb::none());
+    if (nb::isinstance<nb::str>(text)) {
+      const std::string str = nb::borrow<nb::str>(text).c_str();
+      if (native.is(nb::handle(Py_False)))
+        throw conv::Error(n + ": expected native-endian float32, got " + str +
+                          " (convert with .astype(numpy.float32))");
+      got += " of dtype " + str;
+    }
+  }
+  throw conv::Error(want + " (NumPy, or an object with __dlpack__), got " + got);
+}
+
 }  // namespace
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -48,9 +83,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 Tensor as_tensor(nb::handle v, const char* name, size_t ndim) {
   Tensor t;
   const std::string n = name;
-  if (!nb::try_cast(v, t.array, false))
-    throw conv::Error(n + ": expected a float32 array (NumPy, or an object with __dlpack__), got " +
-                      Py_TYPE(v.ptr())->tp_name);
+  if (v.is_none() || !nb::try_cast(v, t.array, false)) not_an_array(v, n);
   const nb::ndarray<nb::ro>& a = t.array;
   if (a.device_type() != nb::device::cpu::value)
     throw conv::Error(n + ": expected an array in CPU memory, got DLPack device type " +
@@ -62,6 +95,14 @@ Tensor as_tensor(nb::handle v, const char* name, size_t ndim) {
   if (a.ndim() != ndim)
     throw conv::Error(n + ": expected " + std::to_string(ndim) + " dimensions, got " +
                       std::to_string(a.ndim()) + " with shape " + shape_text(t.shape));
+  // Zero-size arrays first: their strides are meaningless (NumPy reports 0).
+  const Layout layout = layout_of(n);
+  for (size_t i = 0; i < ndim; ++i)
+    if (t.shape[i] < 1)
+      throw conv::Error(n + ": dimension " + std::to_string(i) +
+                        (i < layout.dims.size() ? std::string(" (") + layout.dims[i] + ")" : "") +
+                        " must be >= 1, got " + std::to_string(t.shape[i]) + " in shape " +
+                        shape_text(t.shape));
   // C order; strides of size-1 dimensions do not matter.
   int64_t expect = 1;
   for (size_t i = ndim; i-- > 0;) {
@@ -85,16 +126,26 @@ void check_shape(const Tensor& t, const char* name, const std::vector<int64_t>& 
                       ", got " + shape_text(t.shape));
 }
 
-NumpyArray new_array(const std::vector<int64_t>& shape, float** data) {
+void raise_memory_error(const std::string& message) {
+  PyErr_SetString(PyExc_MemoryError, message.c_str());
+  throw nb::python_error();
+}
+
+NumpyArray new_array(const std::vector<int64_t>& shape, float** data, const char* name) {
   size_t count = 1;
   std::vector<size_t> dims;
+  std::string text;
   for (int64_t d : shape) {
-    count *= static_cast<size_t>(d);
+    count *= static_cast<size_t>(d);  // ConvProblem::validate keeps the byte size in 64 bits
     dims.push_back(static_cast<size_t>(d));
+    text += (text.empty() ? "" : "x") + std::to_string(d);
   }
-  const size_t bytes = ((count * sizeof(float) + 63) / 64) * 64;
-  void* p = std::aligned_alloc(64, bytes > 0 ? bytes : 64);
-  if (!p) throw std::bad_alloc();
+  const size_t bytes = count * sizeof(float);
+  const size_t rounded = ((bytes + 63) / 64) * 64;
+  void* p = rounded >= bytes ? std::aligned_alloc(64, rounded > 0 ? rounded : 64) : nullptr;
+  if (!p)
+    raise_memory_error(std::string(name) + ": cannot allocate " + std::to_string(bytes) +
+                       " bytes for the " + text + " output");
   nb::capsule owner(p, [](void* q) noexcept { std::free(q); });
   *data = static_cast<float*>(p);
   return NumpyArray(p, dims.size(), dims.data(), owner);

@@ -6,6 +6,7 @@
 #include <nanobind/ndarray.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace convtune_py {
@@ -20,8 +21,9 @@ struct Tensor {
 };
 
 /// Views `v` (buffer protocol or DLPack) as a float32, C-contiguous CPU tensor of `ndim`
-/// dimensions, without copying. Throws conv::Error naming `name` for another type, dtype,
-/// device, rank, or a non-contiguous layout.
+/// dimensions, without copying. Throws conv::Error naming `name` for None or another type, a
+/// non-native byte order, another dtype, device or rank, a dimension < 1, or a non-contiguous
+/// layout. `name` "x", "w" or "bias" also names the layout and dimensions in messages.
 Tensor as_tensor(nb::handle v, const char* name, size_t ndim);
 
 /// Throws conv::Error `<name>: expected shape <want>, got <shape>` unless the shapes are equal;
@@ -33,7 +35,12 @@ void check_shape(const Tensor& t, const char* name, const std::vector<int64_t>& 
 std::string shape_text(const std::vector<int64_t>& shape);
 
 /// A new, uninitialised float32 NumPy array of `shape` that owns its memory (64-byte aligned).
+/// Raises MemoryError "<name>: cannot allocate <bytes> bytes for the NxKxOHxOW output" when
+/// the memory is not there.
 using NumpyArray = nb::ndarray<nb::numpy, float>;
-NumpyArray new_array(const std::vector<int64_t>& shape, float** data);
+NumpyArray new_array(const std::vector<int64_t>& shape, float** data, const char* name = "y");
+
+/// Sets MemoryError(message) and throws nb::python_error (the GIL must be held).
+[[noreturn]] void raise_memory_error(const std::string& message);
 
 }  // namespace convtune_py

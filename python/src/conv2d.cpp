@@ -2,6 +2,9 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <new>
+#include <string>
+
 #include "args.hpp"
 #include "arrays.hpp"
 #include "bindings.hpp"
@@ -23,7 +26,8 @@ torch.Tensor), read in place without copying.
 stride, dilation: int or (h, w); dilation 1 = dense. padding: int, (h, w), or
 (top, bottom, left, right) for asymmetric padding. groups: C and K must be divisible by it.
 threads: CPU threads (0 = all); part of the perf-database fingerprint.
-perfdb: perf database path (default $CONVTUNE_PERFDB, else ~/.cache/convtune/perfdb.sqlite).
+perfdb: perf database path, str or os.PathLike (default $CONVTUNE_PERFDB, else
+~/.cache/convtune/perfdb.sqlite).
 find_mode: what to do when the database has no winner for this problem: "tune" (measure
 every algorithm now and store the winner; the default, takes about a second or more the first
 time per problem), "heuristic" (a cheap rule) or "db_only" (raise).
@@ -34,14 +38,17 @@ Returns a new float32 NumPy array (N, K, OH, OW), OH = (H + top + bottom - ((R-1
 Raises convtune.Error (a ValueError) naming the argument: wrong dtype (float64 is refused, not
 converted: use x.astype(numpy.float32)), wrong number of dimensions, non-contiguous arrays,
 w.shape[1] * groups != C, bias not (K,), bad stride/padding/dilation/groups, or an output size
-below 1.)";
+below 1; None or an empty dimension for x or w; ints beyond 64 bits ("stride: must be in [1,
+2^31], got ..."). Raises MemoryError "y: cannot allocate <bytes> bytes for the NxKxOHxOW output" when
+the output does not fit in memory.)";
 
 conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride,
-                             nb::handle padding, nb::handle dilation, int64_t groups) {
+                             nb::handle padding, nb::handle dilation, nb::handle groups_obj) {
   conv::ConvProblem p;
   p.N = x.shape[0], p.C = x.shape[1], p.H = x.shape[2], p.W = x.shape[3];
   p.K = w.shape[0], p.R = w.shape[2], p.S = w.shape[3];
-  set_geometry(p, stride, padding, dilation, groups);
+  set_geometry(p, stride, padding, dilation, groups_obj);
+  const int64_t groups = p.groups;
   if (groups >= 1 && p.C % groups == 0 && w.shape[1] * groups != p.C)
     throw conv::Error(
         "w: expected shape (K, C/groups, R, S) with C/groups = " + std::to_string(p.C / groups) +
@@ -52,8 +59,8 @@ conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride
 }
 
 NumpyArray conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handle stride,
-                  nb::handle padding, nb::handle dilation, int64_t groups, int threads,
-                  const std::optional<std::string>& perfdb,
+                  nb::handle padding, nb::handle dilation, nb::handle groups,
+                  nb::handle threads_obj, nb::handle perfdb_obj,
                   const std::optional<std::string>& find_mode) {
   const Tensor x = as_tensor(x_obj, "x", 4);
   const Tensor w = as_tensor(w_obj, "w", 4);
@@ -63,12 +70,18 @@ NumpyArray conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::h
     bias = as_tensor(bias_obj, "bias", 1);
     check_shape(*bias, "bias", {p.K}, "(K,)");
   }
-  const conv::ForwardOptions options = forward_options(threads, perfdb, find_mode);
+  const int threads = thread_arg(threads_obj);
+  const conv::ForwardOptions options =
+      forward_options(threads, optional_path_arg(perfdb_obj, "perfdb"), find_mode);
   float* y = nullptr;
   NumpyArray out = new_array({p.N, p.K, p.OH(), p.OW()}, &y);
-  {
+  try {
     nb::gil_scoped_release unlocked;
     conv::best_forward(p, x.data, w.data, bias ? bias->data : nullptr, y, options);
+  } catch (const std::bad_alloc&) {
+    raise_memory_error("conv2d: out of memory running " + conv::to_descriptor(p) + " (y alone is " +
+                       std::to_string(p.y_bytes()) +
+                       " bytes; the algorithm's workspace and tuning buffers come on top)");
   }
   return out;
 }
@@ -76,10 +89,13 @@ NumpyArray conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::h
 }  // namespace
 
 void bind_conv2d(nb::module_& m) {
-  m.def("conv2d", &conv2d, nb::arg("x"), nb::arg("w"), nb::arg("bias") = nb::none(),
-        nb::arg("stride") = 1, nb::arg("padding") = 0, nb::arg("dilation") = 1,
-        nb::arg("groups") = 1, nb::kw_only(), nb::arg("threads") = 0,
-        nb::arg("perfdb") = nb::none(), nb::arg("find_mode") = nb::none(), kConv2dDoc);
+  // .none(): None reaches the checks above, which name the argument (nanobind would raise a
+  // TypeError listing the signature).
+  m.def("conv2d", &conv2d, nb::arg("x").none(), nb::arg("w").none(),
+        nb::arg("bias").none() = nb::none(), nb::arg("stride").none() = 1,
+        nb::arg("padding").none() = 0, nb::arg("dilation").none() = 1, nb::arg("groups").none() = 1,
+        nb::kw_only(), nb::arg("threads").none() = 0, nb::arg("perfdb").none() = nb::none(),
+        nb::arg("find_mode") = nb::none(), kConv2dDoc);
 }
 
 }  // namespace convtune_py

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "args.hpp"
 #include "bindings.hpp"
+#include "conv/error.hpp"
 #include "conv/model.hpp"
 
 namespace convtune_py {
@@ -19,23 +21,50 @@ const char* kImportDoc = R"(The 2-D convolutions of a network file, in graph ord
 
 import_model(path, inputs=None) -> list[Problem]
 
-path: an ONNX model (.onnx) or a Caffe deploy prototxt (.prototxt, .pbtxt). inputs: shapes of
+path: a str, bytes or os.PathLike (e.g. pathlib.Path) naming an ONNX model (.onnx) or a Caffe deploy prototxt (.prototxt, .pbtxt). inputs: shapes of
 the model's inputs by name, NCHW, e.g. {"data": (1, 3, 224, 224)}; needed where the file leaves a
 dimension symbolic or gives no shape, and replaces the file's shape where given. Each Problem is
 named "<file stem>:<layer or node name>". Raises convtune.Error
 'model "<path>": <node or layer>: <field>: <what>' for an unreadable or unsupported file, a
 missing input shape or an invalid convolution.)";
 
-std::vector<conv::ConvProblem> import_model(const std::string& path,
-                                            const std::optional<conv::InputShapes>& inputs) {
+// inputs: {name: (N, C, H, W)}; each size an int (range checked by the importer, except ints
+// beyond 64 bits, which are named here).
+conv::InputShapes input_shapes(nb::handle inputs) {
+  conv::InputShapes shapes;
+  if (inputs.is_none()) return shapes;
+  if (!nb::isinstance<nb::dict>(inputs))
+    throw conv::Error(std::string("inputs: expected a dict {name: (N, C, H, W)} or None, got ") +
+                      Py_TYPE(inputs.ptr())->tp_name);
+  for (auto [key, value] : nb::borrow<nb::dict>(inputs)) {
+    std::string name;
+    if (!nb::try_cast<std::string>(key, name))
+      throw conv::Error(std::string("inputs: expected str keys (input names), got ") +
+                        Py_TYPE(key.ptr())->tp_name + " " + nb::repr(key).c_str());
+    const std::string where = "inputs[" + std::string(nb::repr(key).c_str()) + "]";
+    if (!nb::isinstance<nb::tuple>(value) && !nb::isinstance<nb::list>(value))
+      throw conv::Error(where + ": expected a tuple of ints (N, C, H, W), got " +
+                        Py_TYPE(value.ptr())->tp_name + " " + nb::repr(value).c_str());
+    std::vector<int64_t> dims;
+    for (nb::handle d : value)
+      dims.push_back(int_arg(d, where + "[" + std::to_string(dims.size()) + "]", "[1, 2^31]"));
+    shapes[name] = std::move(dims);
+  }
+  return shapes;
+}
+
+std::vector<conv::ConvProblem> import_model(nb::handle path, nb::handle inputs) {
+  const std::string file = path_arg(path, "path");
+  const conv::InputShapes shapes = input_shapes(inputs);
   nb::gil_scoped_release unlocked;
-  return conv::import_model(path, inputs ? *inputs : conv::InputShapes{});
+  return conv::import_model(file, shapes);
 }
 
 }  // namespace
 
 void bind_model(nb::module_& m) {
-  m.def("import_model", &import_model, nb::arg("path"), nb::arg("inputs") = nb::none(), kImportDoc);
+  m.def("import_model", &import_model, nb::arg("path").none(),
+        nb::arg("inputs").none() = nb::none(), kImportDoc);
 }
 
 }  // namespace convtune_py

@@ -4,9 +4,19 @@
 #include <optional>
 #include <string>
 
+#include "args.hpp"
 #include "conv/conv.hpp"
+#include "conv/error.hpp"
 
 namespace convtune_py {
+
+/// The threads keyword: an int in [0, 2^31) (0 = all). Throws conv::Error naming "threads".
+inline int thread_arg(nanobind::handle v) {
+  const int64_t t = int_arg(v, "threads", "[0, 2^31)");
+  if (t < -0x7fffffff || t > 0x7fffffff)  // negative: resolve_threads says it
+    throw conv::Error("threads: must be in [0, 2^31) (0 = all), got " + std::to_string(t));
+  return static_cast<int>(t);
+}
 
 /// threads 0 = all; perfdb "" / nullopt = PerfDb::default_path(); find_mode "tune", "heuristic"
 /// or "db_only" (nullopt = the default, tune; CONVTUNE_FIND_MODE overrides either way).

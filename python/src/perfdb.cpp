@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "args.hpp"
 #include "bindings.hpp"
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
@@ -46,7 +47,8 @@ packed_min_ms, max_error, workspace_bytes, message, quality, date, version.
 Times in ms and errors are None where not measured. Raises convtune.Error when the file is
 missing or not a convtune perf database.)";
 
-nb::dict read_perfdb(const std::optional<std::string>& path) {
+nb::dict read_perfdb(nb::handle path_obj) {
+  const std::optional<std::string> path = optional_path_arg(path_obj, "path");
   conv::PerfDb::Rows rows;
   std::string file;
   int schema = 0;
@@ -96,7 +98,7 @@ std::vector<std::string> algorithms() {
 }  // namespace
 
 void bind_perfdb(nb::module_& m) {
-  m.def("read_perfdb", &read_perfdb, nb::arg("path") = nb::none(), kReadDoc);
+  m.def("read_perfdb", &read_perfdb, nb::arg("path").none() = nb::none(), kReadDoc);
   m.def("default_perfdb_path", &conv::PerfDb::default_path,
         "The user perf database path: $CONVTUNE_PERFDB, else $XDG_CACHE_HOME/convtune/"
         "perfdb.sqlite, else ~/.cache/convtune/perfdb.sqlite. Raises convtune.Error when none "

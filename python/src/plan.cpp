@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -75,9 +76,12 @@ class PyPlan {
     }
     float* y = nullptr;
     NumpyArray out = new_array({p.N, p.K, p.OH(), p.OW()}, &y);
-    {
+    try {
       nb::gil_scoped_release unlocked;
       plan_->execute(x.data, w ? w->data : nullptr, bias ? bias->data : nullptr, y);
+    } catch (const std::bad_alloc&) {
+      raise_memory_error("Plan.execute: out of memory (y alone is " + std::to_string(p.y_bytes()) +
+                         " bytes)");
     }
     return out;
   }
@@ -109,7 +113,7 @@ void bind_plan(nb::module_& m) {
       .def(
           "__init__",
           [](PyPlan* self, nb::handle problem, std::optional<std::string> algo,
-             const std::string& config, int threads, std::optional<std::string> perfdb,
+             const std::string& config, nb::handle threads, nb::handle perfdb,
              std::optional<std::string> find_mode, nb::kwargs fields) {
             conv::ConvProblem p;
             if (!problem.is_none()) {
@@ -119,18 +123,21 @@ void bind_plan(nb::module_& m) {
             } else {
               p = nb::cast<conv::ConvProblem>(nb::type<conv::ConvProblem>()(**fields));
             }
-            new (self) PyPlan(p, algo, config, forward_options(threads, perfdb, find_mode));
+            new (self) PyPlan(p, algo, config,
+                              forward_options(thread_arg(threads),
+                                              optional_path_arg(perfdb, "perfdb"), find_mode));
           },
           nb::arg("problem") = nb::none(), nb::kw_only(), nb::arg("algo") = nb::none(),
-          nb::arg("config") = "", nb::arg("threads") = 0, nb::arg("perfdb") = nb::none(),
-          nb::arg("find_mode") = nb::none(), nb::arg("fields"))
-      .def("pack_weights", &PyPlan::pack_weights, nb::arg("w"),
+          nb::arg("config") = "", nb::arg("threads").none() = 0,
+          nb::arg("perfdb").none() = nb::none(), nb::arg("find_mode") = nb::none(),
+          nb::arg("fields"))
+      .def("pack_weights", &PyPlan::pack_weights, nb::arg("w").none(),
            "Transforms and keeps the weights w (K, C/groups, R, S) float32; execute() may then "
            "omit w. For an algorithm that does not pack, the Plan keeps a reference to w instead: "
            "do not modify it in place while the Plan uses it. Raises convtune.Error for a wrong "
            "shape or dtype.")
-      .def("execute", &PyPlan::execute, nb::arg("x"), nb::arg("w") = nb::none(),
-           nb::arg("bias") = nb::none(),
+      .def("execute", &PyPlan::execute, nb::arg("x").none(), nb::arg("w").none() = nb::none(),
+           nb::arg("bias").none() = nb::none(),
            "Runs the chosen algorithm (GIL released): x (N, C, H, W), w (K, C/groups, R, S) or "
            "None after pack_weights(), bias (K,) or None; float32, C-contiguous. Returns a new "
            "float32 numpy.ndarray (N, K, OH, OW). Raises convtune.Error naming the argument.")

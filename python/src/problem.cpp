@@ -49,7 +49,8 @@ bias (K,), y (N, K, OH, OW) with OH = (H + pad_top + pad_bottom - ((R-1)*dilatio
 stride_h + 1 (OW likewise).
 
 Raises convtune.Error (a ValueError) naming the field, e.g. "ConvProblem.stride_h: must be
->= 1, got 0", or the descriptor's position of a bad token. Equality compares every field but
+>= 1, got 0", "N: must be in [1, 2^31], got 1180591620717411303424", "N: expected an int, got
+str '2'", or the descriptor's position of a bad token. Equality compares every field but
 the name; the hash is that of .key.)";
 
 }  // namespace
@@ -58,38 +59,51 @@ void bind_problem(nb::module_& m) {
   nb::class_<ConvProblem>(m, "Problem", kProblemDoc)
       .def(
           "__init__",
-          [](ConvProblem* self, std::optional<std::string> descriptor, std::optional<int64_t> N,
-             std::optional<int64_t> C, std::optional<int64_t> H, std::optional<int64_t> W,
-             std::optional<int64_t> K, std::optional<int64_t> R, std::optional<int64_t> S,
-             nb::handle stride, nb::handle padding, nb::handle dilation,
-             std::optional<int64_t> groups, std::optional<std::string> name) {
-            if (descriptor) {
-              const bool fields = N || C || H || W || K || R || S || !stride.is_none() ||
-                                  !padding.is_none() || !dilation.is_none() || groups;
+          [](ConvProblem* self, nb::handle descriptor, nb::handle N, nb::handle C, nb::handle H,
+             nb::handle W, nb::handle K, nb::handle R, nb::handle S, nb::handle stride,
+             nb::handle padding, nb::handle dilation, nb::handle groups, nb::handle name) {
+            std::string label;
+            if (!name.is_none() && !nb::try_cast<std::string>(name, label))
+              throw conv::Error(std::string("name: expected a str, got ") +
+                                Py_TYPE(name.ptr())->tp_name);
+            if (!descriptor.is_none()) {
+              if (!nb::isinstance<nb::str>(descriptor))
+                throw conv::Error(
+                    std::string("descriptor: expected a benchdnn descriptor str, got ") +
+                    Py_TYPE(descriptor.ptr())->tp_name);
+              const bool fields = !N.is_none() || !C.is_none() || !H.is_none() || !W.is_none() ||
+                                  !K.is_none() || !R.is_none() || !S.is_none() ||
+                                  !stride.is_none() || !padding.is_none() || !dilation.is_none() ||
+                                  !groups.is_none();
               if (fields)
                 throw conv::Error(
                     "Problem: pass a descriptor or keyword fields (N, C, ...), not both");
-              new (self) ConvProblem(conv::parse_descriptor(*descriptor));
-              if (name) self->name = *name;
+              new (self) ConvProblem(conv::parse_descriptor(nb::cast<std::string>(descriptor)));
+              if (!name.is_none()) self->name = label;
               return;
             }
+            auto size = [](nb::handle v, const char* field) {
+              return v.is_none() ? int64_t{1} : int_arg(v, field, "[1, 2^31]");
+            };
             ConvProblem p;
-            p.N = N.value_or(1), p.C = C.value_or(1), p.H = H.value_or(1), p.W = W.value_or(1);
-            p.K = K.value_or(1), p.R = R.value_or(1), p.S = S.value_or(1);
+            p.N = size(N, "N"), p.C = size(C, "C"), p.H = size(H, "H"), p.W = size(W, "W");
+            p.K = size(K, "K"), p.R = size(R, "R"), p.S = size(S, "S");
             nb::int_ one(1), zero(0);
             set_geometry(p, stride.is_none() ? nb::handle(one) : stride,
                          padding.is_none() ? nb::handle(zero) : padding,
-                         dilation.is_none() ? nb::handle(one) : dilation, groups.value_or(1));
-            p.name = name.value_or("");
+                         dilation.is_none() ? nb::handle(one) : dilation,
+                         groups.is_none() ? nb::handle(one) : groups);
+            p.name = label;
             p.validate();
             new (self) ConvProblem(std::move(p));
           },
-          nb::arg("descriptor") = nb::none(), nb::kw_only(), nb::arg("N") = nb::none(),
-          nb::arg("C") = nb::none(), nb::arg("H") = nb::none(), nb::arg("W") = nb::none(),
-          nb::arg("K") = nb::none(), nb::arg("R") = nb::none(), nb::arg("S") = nb::none(),
-          nb::arg("stride") = nb::none(), nb::arg("padding") = nb::none(),
-          nb::arg("dilation") = nb::none(), nb::arg("groups") = nb::none(),
-          nb::arg("name") = nb::none())
+          nb::arg("descriptor").none() = nb::none(), nb::kw_only(),
+          nb::arg("N").none() = nb::none(), nb::arg("C").none() = nb::none(),
+          nb::arg("H").none() = nb::none(), nb::arg("W").none() = nb::none(),
+          nb::arg("K").none() = nb::none(), nb::arg("R").none() = nb::none(),
+          nb::arg("S").none() = nb::none(), nb::arg("stride").none() = nb::none(),
+          nb::arg("padding").none() = nb::none(), nb::arg("dilation").none() = nb::none(),
+          nb::arg("groups").none() = nb::none(), nb::arg("name").none() = nb::none())
       .def_static(
           "from_descriptor", [](const std::string& text) { return conv::parse_descriptor(text); },
           nb::arg("text"),
@@ -162,10 +176,13 @@ void bind_problem(nb::module_& m) {
         new (&p) ConvProblem(conv::parse_descriptor(text));
       });
 
-  m.def("read_batch_file", &conv::read_batch_file, nb::arg("path"),
-        "The problems of a benchdnn batch file (one or more descriptors per line, # comments, "
-        "--mb=N, --batch=FILE), in file order: list of Problem. Raises convtune.Error "
-        "'<path>:<line>: ...'.");
+  m.def(
+      "read_batch_file",
+      [](nb::handle path) { return conv::read_batch_file(path_arg(path, "path")); },
+      nb::arg("path").none(),
+      "The problems of a benchdnn batch file (one or more descriptors per line, # comments, "
+      "--mb=N, --batch=FILE), in file order: list of Problem. Raises convtune.Error "
+      "'<path>:<line>: ...'.");
 }
 
 }  // namespace convtune_py

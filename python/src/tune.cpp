@@ -144,9 +144,10 @@ winner / packed_winner: the winning candidate's dict or None; not_applicable: li
 
 nb::dict tune(nb::handle problem, int threads, const std::string& algo, double budget_s,
               int min_rounds, int max_rounds, double batch_ms,
-              std::optional<double> workspace_limit, bool check,
-              const std::optional<std::string>& perfdb, bool store, bool force) {
+              std::optional<double> workspace_limit, bool check, nb::handle perfdb_obj, bool store,
+              bool force) {
   const conv::ConvProblem p = to_problem(problem);
+  const std::optional<std::string> perfdb = optional_path_arg(perfdb_obj, "perfdb");
   p.validate();
   conv::TuneOptions o =
       options({threads, algo, budget_s, batch_ms, min_rounds, max_rounds, workspace_limit, check});
@@ -180,9 +181,9 @@ Raises convtune.Error.)";
 
 nb::dict explain(nb::handle problem, int threads, const std::string& algo, double budget_s,
                  int min_rounds, int max_rounds, double batch_ms,
-                 std::optional<double> workspace_limit, bool check,
-                 const std::optional<std::string>& perfdb) {
+                 std::optional<double> workspace_limit, bool check, nb::handle perfdb_obj) {
   const conv::ConvProblem p = to_problem(problem);
+  const std::optional<std::string> perfdb = optional_path_arg(perfdb_obj, "perfdb");
   p.validate();
   const conv::TuneOptions o =
       options({threads, algo, budget_s, batch_ms, min_rounds, max_rounds, workspace_limit, check});
@@ -230,17 +231,17 @@ nb::dict explain(nb::handle problem, int threads, const std::string& algo, doubl
 }  // namespace
 
 void bind_tune(nb::module_& m) {
-  m.def("tune", &tune, nb::arg("problem"), nb::kw_only(), nb::arg("threads") = 0,
+  m.def("tune", &tune, nb::arg("problem").none(), nb::kw_only(), nb::arg("threads") = 0,
         nb::arg("algo") = "", nb::arg("budget_s") = 120.0, nb::arg("min_rounds") = 3,
         nb::arg("max_rounds") = 20, nb::arg("batch_ms") = 1.0,
         nb::arg("workspace_limit") = nb::none(), nb::arg("check") = true,
-        nb::arg("perfdb") = nb::none(), nb::arg("store") = true, nb::arg("force") = false,
+        nb::arg("perfdb").none() = nb::none(), nb::arg("store") = true, nb::arg("force") = false,
         kTuneDoc);
-  m.def("explain", &explain, nb::arg("problem"), nb::kw_only(), nb::arg("threads") = 0,
+  m.def("explain", &explain, nb::arg("problem").none(), nb::kw_only(), nb::arg("threads") = 0,
         nb::arg("algo") = "", nb::arg("budget_s") = 120.0, nb::arg("min_rounds") = 3,
         nb::arg("max_rounds") = 20, nb::arg("batch_ms") = 1.0,
         nb::arg("workspace_limit") = nb::none(), nb::arg("check") = true,
-        nb::arg("perfdb") = nb::none(), kExplainDoc);
+        nb::arg("perfdb").none() = nb::none(), kExplainDoc);
 }
 
 }  // namespace convtune_py

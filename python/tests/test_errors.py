@@ -88,8 +88,113 @@ def test_non_contiguous():
 
 def test_not_an_array():
     _, w = arrays()
-    with pytest.raises(convtune.Error, match=r"^x: expected a float32 array"):
+    with pytest.raises(convtune.Error, match=r"^x: expected a float32 NCHW array .*got list"):
         convtune.conv2d([[1.0]], w)
+    x, _ = arrays()
+    with pytest.raises(convtune.Error, match=r"^w: expected a float32 \(K, C/groups, R, S\) array"):
+        convtune.conv2d(x, np.zeros((4, 3, 3, 3), object))
+
+
+@pytest.mark.parametrize(
+    "shape, message",
+    [((0, 4, 8, 8), r"^x: dimension 0 \(N\) must be >= 1, got 0"),
+     ((1, 4, 0, 8), r"^x: dimension 2 \(H\) must be >= 1, got 0"),
+     ((1, 0, 8, 8), r"^x: dimension 1 \(C\) must be >= 1, got 0")])
+def test_zero_size_x(shape, message):
+    w = np.zeros((4, 4, 3, 3), np.float32)
+    with pytest.raises(convtune.Error, match=message):
+        convtune.conv2d(np.zeros(shape, np.float32), w)
+
+
+def test_zero_size_w_and_bias():
+    x = np.zeros((1, 4, 8, 8), np.float32)
+    with pytest.raises(convtune.Error, match=r"^w: dimension 0 \(K\) must be >= 1, got 0"):
+        convtune.conv2d(x, np.zeros((0, 4, 3, 3), np.float32))
+    with pytest.raises(convtune.Error, match=r"^w: dimension 3 \(S\) must be >= 1, got 0"):
+        convtune.conv2d(x, np.zeros((4, 4, 3, 0), np.float32))
+    w = np.zeros((4, 4, 3, 3), np.float32)
+    with pytest.raises(convtune.Error, match=r"^bias: dimension 0 \(K\) must be >= 1"):
+        convtune.conv2d(x, w, np.zeros(0, np.float32))
+    plan = convtune.Plan(N=1, C=4, H=8, W=8, K=4, R=3, S=3, algo="cpu.direct")
+    with pytest.raises(convtune.Error, match=r"^x: dimension 0 \(N\) must be >= 1"):
+        plan.execute(np.zeros((0, 4, 8, 8), np.float32), w)
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">f8"])
+def test_big_endian(dtype):
+    x, w = arrays()
+    xb = x.astype(dtype)
+    with pytest.raises(convtune.Error, match=r"^x: expected native-endian float32, got %s "
+                       r"\(convert with \.astype\(numpy\.float32\)\)" % dtype):
+        convtune.conv2d(xb, w)
+    with pytest.raises(convtune.Error, match=r"^w: expected native-endian float32"):
+        convtune.conv2d(x, w.astype(dtype))
+    # The suggested conversion works.
+    assert convtune.conv2d(xb.astype(np.float32), w, find_mode="heuristic").shape == (1, 4, 6, 6)
+
+
+def test_none_arguments():
+    x, w = arrays()
+    with pytest.raises(convtune.Error, match=r"^x: expected a float32 NCHW array, got None$"):
+        convtune.conv2d(None, w)
+    with pytest.raises(convtune.Error, match=r"^w: expected a float32 .* array, got None$"):
+        convtune.conv2d(x, None)
+    with pytest.raises(convtune.Error, match=r"^padding: expected an int, a pair .* got NoneType"):
+        convtune.conv2d(x, w, padding=None)
+    with pytest.raises(convtune.Error, match=r"^stride: expected an int or a pair"):
+        convtune.conv2d(x, w, stride=None)
+    with pytest.raises(convtune.Error, match=r"^groups: expected an int, got None"):
+        convtune.conv2d(x, w, groups=None)
+    with pytest.raises(convtune.Error, match=r"^threads: expected an int, got None"):
+        convtune.conv2d(x, w, threads=None)
+    with pytest.raises(convtune.Error, match=r"^problem: expected a convtune.Problem"):
+        convtune.tune(None)
+    plan = convtune.Plan(N=1, C=3, H=8, W=8, K=4, R=3, S=3, algo="cpu.direct")
+    with pytest.raises(convtune.Error, match=r"^x: expected a float32 NCHW array, got None$"):
+        plan.execute(None, w)
+
+
+def test_ints_beyond_64_bits():
+    x, w = arrays()
+    big = 2**70
+    with pytest.raises(convtune.Error, match=r"^N: must be in \[1, 2\^31\], got %d$" % big):
+        convtune.Problem(N=big)
+    with pytest.raises(convtune.Error, match=r"^groups: must be in \[1, 2\^31\], got %d$" % big):
+        convtune.Problem(groups=big)
+    with pytest.raises(convtune.Error, match=r"^stride: must be in \[1, 2\^31\], got %d$" % big):
+        convtune.conv2d(x, w, stride=(1, big))
+    with pytest.raises(convtune.Error, match=r"^padding: must be in \[0, 2\^31\], got %d$" % big):
+        convtune.conv2d(x, w, padding=big)
+    with pytest.raises(convtune.Error, match=r"^groups: must be in \[1, 2\^31\]"):
+        convtune.conv2d(x, w, groups=big)
+    with pytest.raises(convtune.Error, match=r"^threads: must be in \[0, 2\^31\)"):
+        convtune.conv2d(x, w, threads=big)
+    # In int64 but too large: the field check names it.
+    with pytest.raises(convtune.Error, match=r"ConvProblem.N: must be <= 2\^31"):
+        convtune.Problem(N=2**40)
+
+
+def test_problem_keyword_types():
+    with pytest.raises(convtune.Error, match=r"^N: expected an int, got str '2'"):
+        convtune.Problem(N="2")
+    with pytest.raises(convtune.Error, match=r"^C: expected an int, got float 3.0"):
+        convtune.Problem(C=3.0)
+    with pytest.raises(convtune.Error, match=r"^descriptor: expected a benchdnn descriptor str"):
+        convtune.Problem(123)
+    with pytest.raises(convtune.Error, match=r"^name: expected a str, got int"):
+        convtune.Problem(name=5)
+    assert convtune.Problem(N=None, C=3).N == 1  # None = the default
+
+
+def test_output_cannot_be_allocated():
+    # 1 x 1 x 2^30+6 x 2^30+6 floats = about 2^62 bytes: no machine has it, with any overcommit.
+    x = np.zeros((1, 4, 8, 8), np.float32)
+    w = np.zeros((1, 4, 3, 3), np.float32)
+    pad = 2**29
+    oh = 8 + 2 * pad - 2
+    with pytest.raises(MemoryError, match=r"^y: cannot allocate %d bytes for the 1x1x%dx%d output$"
+                       % (oh * oh * 4, oh, oh)):
+        convtune.conv2d(x, w, padding=pad, find_mode="heuristic")
 
 
 def test_problem_errors():

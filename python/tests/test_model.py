@@ -53,3 +53,34 @@ def test_input_shapes_override(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(convtune.Error, match="model"):
         import_or_skip(tmp_path / "missing.prototxt")
+
+
+def test_path_forms(tmp_path):
+    path = tmp_path / "tiny.prototxt"
+    path.write_text(PROTOTXT)
+    want = import_or_skip(path)
+    assert convtune.import_model(path) == want  # pathlib.Path
+    assert convtune.import_model(bytes(path)) == want  # bytes, as open() takes
+    with pytest.raises(convtune.Error, match=r"^path: expected a path \(str, bytes or os.PathLike\), got int"):
+        convtune.import_model(3)
+    with pytest.raises(convtune.Error, match=r"^path: expected a path .*got None"):
+        convtune.import_model(None)
+
+
+def test_bad_input_shapes(tmp_path):
+    path = tmp_path / "tiny.prototxt"
+    path.write_text(PROTOTXT)
+    import_or_skip(path)
+    big = 2**70
+    with pytest.raises(convtune.Error,
+                       match=r"^inputs\['data'\]\[0\]: must be in \[1, 2\^31\], got %d$" % big):
+        convtune.import_model(path, {"data": (big, 3, 32, 32)})
+    with pytest.raises(convtune.Error, match=r"^inputs\['data'\]\[2\]: expected an int, got str"):
+        convtune.import_model(path, {"data": (1, 3, "32", 32)})
+    with pytest.raises(convtune.Error, match=r"^inputs\['data'\]: expected a tuple of ints"):
+        convtune.import_model(path, {"data": 32})
+    with pytest.raises(convtune.Error, match=r"^inputs: expected a dict"):
+        convtune.import_model(path, [(1, 3, 32, 32)])
+    with pytest.raises(convtune.Error, match=r"^inputs: expected str keys"):
+        convtune.import_model(path, {0: (1, 3, 32, 32)})
+    assert convtune.import_model(path, {"data": [2, 3, 32, 32]})[0].N == 2

@@ -63,3 +63,46 @@ def test_from_tune_json(tuned):
     check_images(d / "json-plot")
     layers, _ = plot.load(str(src))
     assert [l["winner"][0] for l in layers] == [r["winner"]["algo"] for r in results]
+
+
+def run_plot(*args):
+    return subprocess.run([sys.executable, "-m", "convtune.plot", *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_cli_missing_input(tmp_path):
+    missing = tmp_path / "missing.sqlite"
+    r = run_plot(missing, "-o", tmp_path / "out.png")
+    assert r.returncode == 2
+    assert r.stderr.strip() == "convtune.plot: %s: No such file or directory" % missing
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("content", [b"\x00\xffbinary", b"layer,ms\nconv1,2.5\n", b"[1, 2]"])
+def test_cli_neither_perfdb_nor_json(tmp_path, content):
+    src = tmp_path / "input.bin"
+    src.write_bytes(content)
+    r = run_plot(src, "-o", tmp_path / "out.png")
+    assert r.returncode == 2
+    assert r.stderr.startswith("convtune.plot: %s: " % src)
+    assert "Traceback" not in r.stderr
+
+
+def test_cli_batch_layers_missing(tuned, tmp_path):
+    d, db, results, _ = tuned
+    partial = tmp_path / "partial.txt"
+    partial.write_text(LAYERS[0] + "\n" + 'mb1ic1ih20oc4kh5sh4n"t:absent"\n')
+    r = run_plot(db, "--batch", partial, "-o", tmp_path / "partial.png")
+    assert r.returncode == 0, r.stderr
+    assert "warning: 1 of the 2 --batch layers are not in the input, left out: t:absent" in r.stderr
+    check_images(tmp_path / "partial")
+    src = tmp_path / "tune.json"
+    src.write_text(json.dumps(results))
+    r = run_plot(src, "--batch", partial, "-o", tmp_path / "partial-json.png")
+    assert r.returncode == 0 and "left out: t:absent" in r.stderr
+    none = tmp_path / "none.txt"
+    none.write_text('mb1ic1ih20oc4kh5sh4n"t:absent"\n')
+    r = run_plot(db, "--batch", none, "-o", tmp_path / "none.png")
+    assert r.returncode == 2
+    assert "none of the 1 --batch layers is in the input: t:absent" in r.stderr
+    assert not (tmp_path / "none.png").exists()
