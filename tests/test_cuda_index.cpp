@@ -8,6 +8,7 @@
 // memory, scratch and outputs and sentinel guards around every buffer; and, in a CUDA build
 // without a GPU, that every cuda.* algorithm says "no CUDA device" without throwing.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 
 #include <algorithm>
 #include <array>
@@ -366,6 +367,14 @@ TEST_CASE(
     check_all_emulations(p, 10);
   }
 }
+
+#ifdef CONVTUNE_CUDA_PLUGIN_PATH
+// Before the registry is first read: the plugin is loaded by path, also on a machine without the
+// NVIDIA driver, so that its rows are tested everywhere.
+static const bool plugin_forced = [] {
+  return setenv("CONVTUNE_CUDA_PLUGIN", CONVTUNE_CUDA_PLUGIN_PATH, /*overwrite=*/0) == 0;
+}();
+#endif
 
 TEST_CASE("cuda: the CUDA algorithms are registered and answer without a GPU, never throwing") {
   std::vector<const conv::Algorithm*> cuda;

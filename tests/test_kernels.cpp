@@ -1,7 +1,12 @@
 // Every registered CPU algorithm, every config, against the float64 reference: the layers of
 // ../shared/layers/*.txt (batch 1) and 300 seeded random problems. New algorithms in
 // kernels/registry.cpp are picked up here without touching this file.
+#include <dlfcn.h>
+
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <set>
+#include <string>
 
 #include "conv/algorithm.hpp"
 #include "support.hpp"
@@ -56,4 +61,21 @@ TEST_CASE("kernels match the reference on 300 seeded random problems") {
   auto problems = convtest::random_problems(300, 20261129, spec);
   REQUIRE(problems.size() == 300);
   for (size_t i = 0; i < problems.size(); ++i) check_all(problems[i], 100 + i);
+}
+
+TEST_CASE("without the NVIDIA driver the CUDA plugin is not loaded, and CUDA errors say why") {
+  std::set<std::string> ids;
+  for (const conv::Algorithm* a : conv::registry()) ids.emplace(a->id());
+  CHECK(ids.size() == conv::registry().size());  // one row per id, plugin rows included
+  // (Catch2 v2 has no SKIP: on a machine with the driver the check above is all there is.)
+  if (std::getenv("CONVTUNE_CUDA_PLUGIN") || dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) return;
+  // Only CPU rows: the plugin (when this build has one) would only have said "no device".
+  for (const conv::Algorithm* a : conv::registry()) CHECK(a->device() == conv::Device::Kind::cpu);
+  try {
+    conv::Device::cuda(0).fingerprint();
+    FAIL("cuda:0 without a driver must throw");
+  } catch (const conv::Error& e) {
+    CHECK_THAT(e.what(), Catch::StartsWith("device: cuda:0: no CUDA backend ("));
+    CHECK_THAT(e.what(), Catch::Contains("no NVIDIA driver") || Catch::Contains("not found"));
+  }
 }
