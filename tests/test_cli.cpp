@@ -33,6 +33,13 @@ struct TempDir {
   std::string db() const { return (dir / "perfdb.sqlite").string(); }
 };
 
+void write_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f);
+  REQUIRE(std::fputs(text.c_str(), f) >= 0);
+  REQUIRE(std::fclose(f) == 0);
+}
+
 const std::string quick = " --rounds 1 --max-rounds 1 --batch-ms 0 --threads 2 ";
 
 }  // namespace
@@ -138,12 +145,7 @@ TEST_CASE("autotune layers and tune --model: every convolution of a network, dup
   // The printed batch file reads back to the same problems.
   TempDir tmp;
   const std::string batch = (tmp.dir / "alexnet.txt").string();
-  {
-    std::FILE* f = std::fopen(batch.c_str(), "w");
-    REQUIRE(f);
-    std::fputs(alex.out.substr(alex.out.find('#')).c_str(), f);
-    std::fclose(f);
-  }
+  write_file(batch, alex.out.substr(alex.out.find('#')));
   auto again = autotune("layers --batch '" + batch + "'");
   CHECK(again.out.substr(again.out.find('#')) == alex.out.substr(alex.out.find('#')));
   // --input replaces the model's shape.
@@ -175,20 +177,14 @@ TEST_CASE("autotune layers and tune --model: every convolution of a network, dup
 
   // A small network with a repeated layer: tuned once, counted, stored under the layer names.
   const std::string net = (tmp.dir / "twice.prototxt").string();
-  {
-    std::FILE* f = std::fopen(net.c_str(), "w");
-    REQUIRE(f);
-    std::fputs(
-        "name: \"twice\"\n"
-        "layer { name: \"data\" type: \"Input\" top: \"data\"\n"
-        "        input_param { shape { dim: 1 dim: 8 dim: 12 dim: 12 } } }\n"
-        "layer { name: \"a\" type: \"Convolution\" bottom: \"data\" top: \"a\"\n"
-        "        convolution_param { num_output: 8 kernel_size: 3 pad: 1 } }\n"
-        "layer { name: \"b\" type: \"Convolution\" bottom: \"a\" top: \"b\"\n"
-        "        convolution_param { num_output: 8 kernel_size: 3 pad: 1 } }\n",
-        f);
-    std::fclose(f);
-  }
+  write_file(net,
+             "name: \"twice\"\n"
+             "layer { name: \"data\" type: \"Input\" top: \"data\"\n"
+             "        input_param { shape { dim: 1 dim: 8 dim: 12 dim: 12 } } }\n"
+             "layer { name: \"a\" type: \"Convolution\" bottom: \"data\" top: \"a\"\n"
+             "        convolution_param { num_output: 8 kernel_size: 3 pad: 1 } }\n"
+             "layer { name: \"b\" type: \"Convolution\" bottom: \"a\" top: \"b\"\n"
+             "        convolution_param { num_output: 8 kernel_size: 3 pad: 1 } }\n");
   auto tuned = autotune("tune --model '" + net + "' --db '" + tmp.db() + "'" + quick);
   INFO(tuned.out);
   REQUIRE(tuned.code == 0);
@@ -199,16 +195,10 @@ TEST_CASE("autotune layers and tune --model: every convolution of a network, dup
 
   // Bad models: exit 2, the message names the file, the layer and the field.
   const std::string bad = (tmp.dir / "bad.prototxt").string();
-  {
-    std::FILE* f = std::fopen(bad.c_str(), "w");
-    REQUIRE(f);
-    std::fputs(
-        "input: \"data\"\n"
-        "layer { name: \"c\" type: \"Convolution\" bottom: \"data\" top: \"c\"\n"
-        "        convolution_param { num_output: 8 kernel_size: 3 } }\n",
-        f);
-    std::fclose(f);
-  }
+  write_file(bad,
+             "input: \"data\"\n"
+             "layer { name: \"c\" type: \"Convolution\" bottom: \"data\" top: \"c\"\n"
+             "        convolution_param { num_output: 8 kernel_size: 3 } }\n");
   auto no_shape = autotune("tune --model '" + bad + "' --db '" + tmp.db() + "'");
   CHECK(no_shape.code == 2);
   CHECK_THAT(no_shape.out,

@@ -13,23 +13,11 @@
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
 #include "conv/perfdb.hpp"
+#include "results.hpp"
 
 namespace convtune_py {
 
 namespace {
-
-nb::object number(double v) {
-  return v >= 0 ? nb::object(nb::float_(v)) : nb::none();
-}
-
-nb::dict quality(const conv::MeasureQuality& q) {
-  nb::dict d;
-  d["rounds"] = q.rounds;
-  d["clean_rounds"] = q.clean_rounds;
-  d["spread"] = number(q.spread);
-  d["noisy"] = q.noisy;
-  return d;
-}
 
 const char* kReadDoc = R"(Every row of a perf database file, read-only.
 

@@ -12,23 +12,11 @@
 #include "conv/perfdb.hpp"
 #include "conv/tuner.hpp"
 #include "peak.hpp"
+#include "results.hpp"
 
 namespace convtune_py {
 
 namespace {
-
-nb::object number(double v) {
-  return v >= 0 ? nb::object(nb::float_(v)) : nb::none();
-}
-
-nb::dict quality(const conv::MeasureQuality& q) {
-  nb::dict d;
-  d["rounds"] = q.rounds;
-  d["clean_rounds"] = q.clean_rounds;
-  d["spread"] = number(q.spread);
-  d["noisy"] = q.noisy;
-  return d;
-}
 
 nb::dict candidate(const conv::TuneResult& r, size_t i, double peak) {
   const conv::CandidateResult& c = r.candidates[i];
