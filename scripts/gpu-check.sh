@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check, for a machine with an NVIDIA GPU (CI has none): builds convtune with CUDA (Release,
-# CUDA architecture 90, all cores, into build-gpu/), runs the CUDA tests, tunes the seed and
-# ResNet-50 layers on cuda:0 and the seed layers on the CPU, and prints last: per layer our best
+# CUDA architecture 90, all cores, into build-gpu/), runs the CUDA tests, tunes the seed,
+# ResNet-50, VGG-16 and large-kernel layers on cuda:0 (at most 20 s each) and the seed layers on
+# the CPU, and prints last: per layer our best
 # own CUDA kernel against the best cuDNN algorithm, and the seed stride table, CPU and GPU side by
 # side, and last per layer each own CUDA algorithm (cuda.winograd, cuda.fft, cuda.implicit_gemm,
 # cuda.direct, cuda.im2col_gemm) at its best config against cuDNN's best algorithm. Also checks
@@ -33,7 +34,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 else
   echo "nvidia-smi not found; the CUDA tests below will tell whether a GPU is usable"
 fi
-for f in seed_alexnet_conv1.txt resnet50.txt; do
+for f in seed_alexnet_conv1.txt resnet50.txt vgg16.txt large_kernels.txt; do
   [ -r "$LAYERS/$f" ] || { echo "gpu-check: $LAYERS/$f not found (set CONVTUNE_LAYERS)" >&2; false; }
 done
 
@@ -69,9 +70,12 @@ fi
 DB="$BUILD/gpu-check-perfdb.sqlite"
 rm -f "$DB" "$DB-wal" "$DB-shm"
 
-step "tune the seed and ResNet-50 layers on cuda:0"
-"$BUILD/autotune" tune --device cuda:0 --db "$DB" --json \
-  --batch "$LAYERS/seed_alexnet_conv1.txt" --batch "$LAYERS/resnet50.txt" >"$BUILD/gpu-tune.json"
+# Issue 14's targets: winograd on the ResNet-50 and VGG-16 3x3 layers, fft on the seed and large
+# kernels, implicit GEMM on the ResNet-50 1x1 layers.
+step "tune the seed, ResNet-50, VGG-16 and large-kernel layers on cuda:0"
+"$BUILD/autotune" tune --device cuda:0 --db "$DB" --json --budget 20 \
+  --batch "$LAYERS/seed_alexnet_conv1.txt" --batch "$LAYERS/resnet50.txt" \
+  --batch "$LAYERS/vgg16.txt" --batch "$LAYERS/large_kernels.txt" >"$BUILD/gpu-tune.json"
 
 step "tune the seed layers on the CPU"
 "$BUILD/autotune" tune --device cpu --db "$DB" --json \
