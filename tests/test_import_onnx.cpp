@@ -219,6 +219,19 @@ TEST_CASE("ONNX 1-D and 3-D Conv and ConvTranspose are not supported", "[import]
   CHECK_THAT(import_error(mixed_path), Contains("node \"conv\" (Conv)") &&
                                            Contains("not supported") &&
                                            Contains("input X \"xr\" has 3 dims"));
+  // The same with W computed by another node (no kernel_shape can be derived before inference):
+  // still refused naming the node and X, never a crash inside onnx.
+  onnx::ModelProto computed_w = mixed;
+  auto* cg = computed_w.mutable_graph();
+  auto* id = cg->add_node();
+  id->set_op_type("Identity");
+  id->add_input("w");
+  id->add_output("wi");
+  cg->mutable_node()->SwapElements(1, 2);
+  cg->mutable_node(2)->set_input(1, "wi");
+  const std::string computed_path = dir.write("computed_w.onnx", computed_w);
+  CHECK_THAT(import_error(computed_path),
+             Contains("node \"conv\" (Conv)") && Contains("input X \"xr\" has 3 dims"));
   const std::string deconv =
       dir.write("ct.onnx", onnx_models::single_conv({1, 3, 8, 8}, {3, 8, 3, 3}, "ConvTranspose"));
   CHECK_THAT(import_error(deconv), Contains(deconv) && Contains("node \"conv\" (ConvTranspose)") &&
