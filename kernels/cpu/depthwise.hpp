@@ -24,6 +24,12 @@ void row_avx2(const Row& r);  // 8 lanes; depthwise_avx2.cpp
 void pack8_avx2(const float* const in[8], float* out, int64_t W, int64_t stride);
 /// The inverse: OW pixels at in + i*stride, 8 lanes each, into 8 channel rows out[l].
 void unpack8_avx2(const float* in, int64_t stride, float* const out[8], int64_t OW);
+/// pack8_avx2 over whole H x W channel planes `in[l]` for narrow images (W < 16, where a row
+/// holds at most one 8x8 transpose): the plane is transposed as one flat run of H*W pixels and
+/// pixel (ih, iw) is stored at out + ((ih + pad_top) * Wp + iw + pad_left) * stride. Padding is
+/// not written.
+void pack8_plane_avx2(const float* const in[8], float* out, int64_t H, int64_t W, int64_t Wp,
+                      int64_t pad_top, int64_t pad_left, int64_t stride);
 void row_avx512(const Row& r);  // 16 lanes; depthwise_avx512.cpp
 
 }  // namespace conv::kernels::depthwise

@@ -43,4 +43,24 @@ void unpack8_avx2(const float* in, int64_t stride, float* const out[8], int64_t 
     for (int l = 0; l < 8; ++l) out[l][ow] = in[ow * stride + l];
 }
 
+void pack8_plane_avx2(const float* const in[8], float* out, int64_t H, int64_t W, int64_t Wp,
+                      int64_t pad_top, int64_t pad_left, int64_t stride) {
+  const int64_t n = H * W;
+  int64_t i = 0, ih = 0, iw = 0;  // (ih, iw) = pixel i
+  float* row = out + (pad_top * Wp + pad_left) * stride;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v[8];
+    for (int l = 0; l < 8; ++l) v[l] = _mm256_loadu_ps(in[l] + i);
+    transpose8x8_avx(v);
+    for (int k = 0; k < 8; ++k) {
+      _mm256_storeu_ps(row + iw * stride, v[k]);
+      if (++iw == W) iw = 0, ++ih, row += Wp * stride;
+    }
+  }
+  for (; i < n; ++i) {
+    for (int l = 0; l < 8; ++l) row[iw * stride + l] = in[l][i];
+    if (++iw == W) iw = 0, ++ih, row += Wp * stride;
+  }
+}
+
 }  // namespace conv::kernels::depthwise
