@@ -112,15 +112,18 @@ class Depthwise final : public Algorithm {
     const bool avx2 = cpu_isa() >= CpuIsa::avx2;  // 16 lanes imply AVX-512, hence AVX2
     const int threads = std::max(1, a.threads);
 
-    // Weights and bias, blocked once per call: [CB][R*S + 1][L], padded channels zero.
-    for (int64_t cb = 0; cb < s.CB; ++cb)
-      for (int64_t t = 0; t <= RS; ++t)
-        for (int64_t l = 0; l < L; ++l) {
-          const int64_t c = cb * L + l;
-          float v = 0;
-          if (c < C) v = t < RS ? a.w[c * RS + t] : (a.bias ? a.bias[c] : 0.0f);
-          wb[(cb * (RS + 1) + t) * L + l] = v;
-        }
+    // Weights and bias, blocked once per call (in the first image's parallel region: on small
+    // images this copy is a good part of the call): [CB][R*S + 1][L], padded channels zero.
+    auto block_weights = [&](int64_t cb) {
+      float* out = wb + cb * (RS + 1) * L;
+      const int64_t lanes = std::min(L, C - cb * L);
+      for (int64_t l = 0; l < lanes; ++l) {
+        const float* in = a.w + (cb * L + l) * RS;
+        for (int64_t t = 0; t < RS; ++t) out[t * L + l] = in[t];
+        out[RS * L + l] = a.bias ? a.bias[cb * L + l] : 0.0f;
+      }
+      for (int64_t t = 0; t <= RS; ++t) std::fill(out + t * L + lanes, out + (t + 1) * L, 0.0f);
+    };
 
     for (int64_t n = 0; n < p.N; ++n) {
       const float* x = a.x + n * C * H * W;
@@ -132,6 +135,10 @@ class Depthwise final : public Algorithm {
       const bool narrow = avx2 && W < 16;
 #pragma omp parallel num_threads(threads)
       {
+        if (n == 0) {
+#pragma omp for schedule(static)
+          for (int64_t cb = 0; cb < s.CB; ++cb) block_weights(cb);
+        }
         if (narrow) {
 #pragma omp for schedule(static)
           for (int64_t cb = 0; cb < C / L; ++cb) {
