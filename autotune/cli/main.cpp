@@ -83,12 +83,6 @@ int main(int argc, char** argv) {
   Common common_tune, common_explain, common_show, common_db_show;
   TuneArgs tune_args, explain_args;
   TuneArgs layers_args;
-  // A MIOpenDriver command line after the subcommand is picked out before CLI11 parses the rest.
-  MiopenArgs miopen;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && (args[0] == "tune" || args[0] == "explain" || args[0] == "layers"))
-    args = miopen.extract(args, 1);
-  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments reversed
 
   CLI::App* tune = app.add_subcommand(
       "tune", "measure every candidate for each problem, store all timings and the winners");
@@ -143,6 +137,13 @@ int main(int argc, char** argv) {
   CLI::App* db_check =
       db->add_subcommand("check", "verify perf database files: schema, integrity, counts");
   db_check->add_option("DB", check_files, "perf database files")->required();
+
+  // A MIOpenDriver command line after the subcommand is picked out before CLI11 parses the rest.
+  MiopenArgs miopen;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (CLI::App* sub : {tune, explain, layers})
+    if (!args.empty() && args[0] == sub->get_name()) args = miopen.extract(args, 1, *sub);
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments reversed
 
   try {
     app.parse(args);

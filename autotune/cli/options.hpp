@@ -30,13 +30,10 @@ struct MiopenArgs {
   bool any() const { return !args.empty(); }
   conv::ConvProblem problem() const { return conv::parse_miopen_flags(args); }
   /// Moves every MIOpenDriver token of argv[first..] (the sub-command word and the flags with
-  /// their values, wherever they stand among autotune's own options) into `args`; returns the
-  /// rest, for CLI11. The values of autotune's own options are never taken.
-  std::vector<std::string> extract(const std::vector<std::string>& argv, size_t first) {
-    static const char* const kOwnWithValue[] = {
-        "--threads", "--db",     "--device", "--batch",      "--model",    "--input",
-        "--algo",    "--budget", "--rounds", "--max-rounds", "--batch-ms", "--workspace-limit",
-        "--shard"};
+  /// their values, wherever they stand among the options of `sub`) into `args`; returns the
+  /// rest, for CLI11. The values of `sub`'s own options are never taken.
+  std::vector<std::string> extract(const std::vector<std::string>& argv, size_t first,
+                                   const CLI::App& sub) {
     std::vector<std::string> rest(argv.begin(), argv.begin() + static_cast<long>(first));
     for (size_t i = first; i < argv.size(); ++i) {
       const std::string& a = argv[i];
@@ -44,8 +41,10 @@ struct MiopenArgs {
         rest.insert(rest.end(), argv.begin() + static_cast<long>(i), argv.end());
         break;
       }
-      bool own = false;
-      for (const char* o : kOwnWithValue) own = own || a == o;
+      bool own = false;  // an option of `sub` that takes a value (not a flag)
+      if (a.rfind("--", 0) == 0)
+        for (const CLI::Option* o : sub.get_options())
+          own = own || (o->get_type_size() != 0 && o->check_lname(a.substr(2)));
       bool value_follows = false;
       if (own || !conv::is_miopen_arg(a, &value_follows)) {
         rest.push_back(a);

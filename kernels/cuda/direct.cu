@@ -15,6 +15,7 @@
 
 #include "conv/algorithm.hpp"
 #include "cuda/check.hpp"
+#include "cuda/config_table.hpp"
 #include "cuda/direct_block.hpp"
 #include "cuda/runtime.hpp"
 #include "kernels.hpp"
@@ -110,14 +111,7 @@ class Direct final : public Algorithm {
 
   void forward(const ConvProblem& p, const std::string& config,
                const ForwardArgs& a) const override {
-    for (const Config& c : kConfigs) {
-      if (config == c.name) {
-        c.run(p, a);
-        return;
-      }
-    }
-    throw Error("config: cuda.direct has no config \"" + config +
-                "\" (known: t16x16k4, t16x16k8, t8x8k16, t16x16k1)");
+    gpu::run_config(kConfigs, id(), config, p, a);
   }
 };
 

@@ -35,6 +35,7 @@
 #include "cuda/check.hpp"
 #include "cuda/fft_index.hpp"
 #include "cuda/runtime.hpp"
+#include "device_ops.hpp"
 #include "kernels.hpp"
 
 namespace conv::kernels {
@@ -325,23 +326,10 @@ class Fft final : public Algorithm {
   void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
                     int) const override {
     const FftParams q = params(p, parse(p, config));
-    float* real = nullptr;
-    const size_t bytes = static_cast<size_t>(q.s.K * q.Cp * q.T * q.T) * 4;
-    const cudaError_t e = cudaMalloc(&real, bytes);
-    if (e == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
-      throw Error("cuda.fft: out of memory allocating " + std::to_string(bytes) +
-                  " bytes to pack the weights");
-    }
-    CONVTUNE_CUDA_CHECK(e);
-    try {
-      transform_weights(q, w, real, static_cast<Cf*>(packed), nullptr);
-      CONVTUNE_CUDA_CHECK(cudaStreamSynchronize(nullptr));
-    } catch (...) {
-      cudaFree(real);
-      throw;
-    }
-    cudaFree(real);
+    const DeviceBuffer real(cuda_device_ops(gpu::current_device()),
+                            static_cast<size_t>(q.s.K * q.Cp * q.T * q.T) * 4);
+    transform_weights(q, w, real.floats(), static_cast<Cf*>(packed), nullptr);
+    CONVTUNE_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
 };
 

@@ -18,6 +18,7 @@
 #include "conv/algorithm.hpp"
 #include "conv/error.hpp"
 #include "cuda/check.hpp"
+#include "cuda/config_table.hpp"
 #include "cuda/implicit_gemm_block.hpp"
 #include "cuda/runtime.hpp"
 #include "kernels.hpp"
@@ -106,14 +107,7 @@ class ImplicitGemm final : public Algorithm {
 
   void forward(const ConvProblem& p, const std::string& config,
                const ForwardArgs& a) const override {
-    for (const Config& c : kConfigs) {
-      if (config == c.name) {
-        c.run(p, a);
-        return;
-      }
-    }
-    throw Error("config: cuda.implicit_gemm has no config \"" + config +
-                "\" (known: m64n64k8, m128n128k8, m128n64k8, m32n64k16)");
+    gpu::run_config(kConfigs, id(), config, p, a);
   }
 };
 
