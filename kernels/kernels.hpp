@@ -7,6 +7,7 @@ namespace conv::kernels {
 
 const Algorithm& cpu_depthwise();    // kernels/cpu/depthwise.cpp (+ _avx2, _avx512)
 const Algorithm& cpu_direct();       // kernels/cpu/direct.cpp
+const Algorithm& cpu_direct_kvec();  // kernels/cpu/direct_kvec.cpp
 const Algorithm& cpu_im2col_gemm();  // kernels/cpu/im2col_gemm.cpp
 const Algorithm& cpu_onednn();       // kernels/cpu/onednn.cpp
 const Algorithm& cpu_winograd();     // kernels/cpu/winograd.cpp (+ winograd_avx2.cpp)

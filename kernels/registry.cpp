@@ -19,6 +19,7 @@ static const std::vector<const Algorithm*>& table() {
       &kernels::cpu_winograd(),
       &kernels::cpu_fft(),
       &kernels::cpu_direct(),
+      &kernels::cpu_direct_kvec(),
       &kernels::cpu_im2col_gemm(),
       &kernels::cpu_onednn(),
       // The CUDA rows follow, from the plugin libconvtune_cuda.so when it is present and loads

@@ -15,14 +15,7 @@
 // the threaded block loop, and calls the SIMD kernels of direct_avx2.cpp / direct_avx512.cpp
 // only when conv::cpu_isa() supports them (the portable direct_scalar.cpp otherwise).
 //
-// Input view. A kernel needs, for a vector of consecutive output columns and one tap (r, s),
-// consecutive floats. The input is therefore copied once per image into the workspace, zero
-// padded and split into stride phases (space-to-depth): padded pixel (ih', iw') goes to phase
-// plane (ih' % stride_h, iw' % stride_w) at row ih' / stride_h, column iw' / stride_w. Every
-// (stride, dilation, padding) case then reads unit-stride rows, and consecutive output rows are
-// consecutive phase rows, so vectors may run across row ends ("wide" mode, for short rows).
-// Unpadded inputs with stride_w 1 are read in place; 1x1 kernels run over the flattened OH*OW
-// plane (a GEMM), after a compacting copy when strided or padded.
+// Input view: direct_view.hpp (zero-padded, stride-phase-split copy, or the input in place).
 //
 // Cost: N*K*C/g*R*S*OH*OW FMAs, rounded up to whole vectors along each output row (flattened
 // plane for 1x1, view rows in wide mode) and to whole `oc` blocks along K/g, times
@@ -42,6 +35,7 @@
 
 #include "conv/device.hpp"
 #include "conv/error.hpp"
+#include "direct_view.hpp"
 #include "kernels.hpp"
 
 namespace conv::kernels {
@@ -74,121 +68,11 @@ constexpr Config kConfigs[] = {{4, 3, BlockIsa::avx2},
                                {6, 4, BlockIsa::avx512, true},
                                {12, 2, BlockIsa::avx512, true}};
 
-// Zeroed floats after the view, plus (band + 1) view rows: lanes past the last output position
-// read up to lanes-1 floats beyond it, up to a row more in wide mode, and band blocks reaching
-// past OH up to band-1 rows more.
-constexpr int64_t kSlack = 2 * kMaxLanes;
 // Bytes of input rows and weights one chunk of the reduction touches per register block. Far
 // more than L1: the hardware prefetchers stream a block's operands from L2 well, and every
 // extra chunk costs a reload of the accumulators; the chunking only keeps very long reductions
 // (thousands of channels) from thrashing L2. Measured best between 100 KiB and 300 KiB.
 constexpr int64_t kChunkBytes = 256 * 1024;
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-size_t round64(size_t b) {
-  return (b + 63) / 64 * 64;
-}
-
-// How the kernels see the input, and how output vectors map onto it. Depends on the problem
-// and the config's lane count and band only.
-struct Geometry {
-  int lanes = 8;
-  bool flat = false;  // vectors run over the flattened OH*OW plane (1x1 kernels)
-  bool copy = false;  // input view is a workspace copy (else x itself)
-  bool wide = false;  // vectors run over whole view rows; view columns OW..Wq-1 are unused
-  int band = 0;       // band mode: output rows per block (0: channel blocks)
-  int64_t OH = 0, OW = 0, OHW = 0;
-  int64_t Hp = 0, Wp = 0;  // padded input size (copy, rows mode)
-  int64_t Hq = 0, Wq = 0;  // rows and columns of one phase plane (copy, rows mode)
-  // Phases stored per dimension: min(stride, padded size). A stride beyond the padded input
-  // (one output row, OH = 1) leaves the other phases empty and never read, and storing them
-  // would make the view stride_h * stride_w planes large.
-  int64_t Ph = 0, Pw = 0;
-  int64_t plane = 0;     // view floats per channel
-  int64_t row_step = 0;  // view floats between consecutive output rows (rows mode)
-  int64_t vpr = 0;       // vectors per output row (rows mode)
-  int64_t nvec = 0;      // vectors per output channel
-  int64_t taps = 0;      // steps per channel: R*S, or (R + band - 1)*S in band mode
-  size_t tap_bytes = 0, copy_floats = 0;
-  size_t band_floats = 0;  // band weights, groups x taps x band (band mode)
-};
-
-Geometry make_geometry(const ConvProblem& p, const Config& cfg) {
-  Geometry g;
-  const int lanes = cfg.lanes();
-  g.lanes = lanes;
-  g.band = cfg.band ? cfg.oc : 0;
-  g.OH = p.OH(), g.OW = p.OW(), g.OHW = g.OH * g.OW;
-  g.taps = p.R * p.S;
-  const bool unpadded = p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
-  if (p.R == 1 && p.S == 1 && !g.band) {
-    g.flat = true;
-    // In place only when the plane is the output plane and the shifted last vector stays inside.
-    g.copy = !(unpadded && p.stride_h == 1 && p.stride_w == 1 && g.OHW >= lanes);
-    g.plane = g.copy ? g.OHW : p.H * p.W;
-    g.nvec = ceil_div(g.OHW, lanes);
-  } else {
-    // A band block's last rows may lie past OH: they read past the view, into zeroed slack.
-    g.copy = g.band || !(unpadded && p.stride_w == 1 && g.OW >= lanes);
-    if (g.copy) {
-      g.Hp = p.H + p.pad_top + p.pad_bottom;
-      g.Wp = p.W + p.pad_left + p.pad_right;
-      g.Hq = ceil_div(g.Hp, p.stride_h);
-      g.Wq = ceil_div(g.Wp, p.stride_w);
-      g.Ph = std::min(p.stride_h, g.Hp);
-      g.Pw = std::min(p.stride_w, g.Wp);
-      g.plane = g.Ph * g.Pw * g.Hq * g.Wq;
-      g.row_step = g.Wq;
-    } else {
-      g.plane = p.H * p.W;
-      g.row_step = p.stride_h * p.W;
-    }
-    g.vpr = ceil_div(g.OW, lanes);
-    g.nvec = g.OH * g.vpr;
-    // In the phase view output (oh, ow) reads position oh*Wq + ow (+ tap offset): vectors may
-    // run across row ends, computing Wq - OW unused columns per row instead of rounding every
-    // row up to whole vectors. Worth it for short rows (7 or 14 columns in 16 lanes).
-    if (g.copy && !g.band && 2 * g.Wq >= lanes) {
-      const int64_t wide_vecs = ceil_div(g.OH * g.Wq, lanes);
-      if (wide_vecs < g.nvec) {
-        g.wide = true;
-        g.nvec = wide_vecs;
-      }
-    }
-  }
-  if (g.band) {
-    g.taps = (p.R + g.band - 1) * p.S;
-    g.band_floats = static_cast<size_t>(p.groups * g.taps * g.band);
-  }
-  g.tap_bytes = round64(static_cast<size_t>(g.taps) * sizeof(int64_t));
-  if (g.copy) g.copy_floats = static_cast<size_t>(p.C * g.plane + kSlack + (g.band + 1) * g.Wq);
-  return g;
-}
-
-size_t workspace_for(const Geometry& g) {
-  return 64 + g.tap_bytes + round64(g.copy_floats * sizeof(float)) +
-         round64(g.band_floats * sizeof(float));
-}
-
-void fill_taps(const ConvProblem& p, const Geometry& g, int64_t* tap) {
-  // Band mode: step (u, s) reads view row u of the block (u < R + band - 1); stride_h is 1.
-  const int64_t rows = g.band ? p.R + g.band - 1 : p.R;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t s = 0; s < p.S; ++s) {
-      const int64_t row = r * p.dilation_h, col = s * p.dilation_w;
-      int64_t off = 0;
-      if (g.copy && !g.flat) {
-        // row < (R-1)*dilation_h + 1 <= Hp, so row % stride_h < Ph (likewise col).
-        const int64_t phase = (row % p.stride_h) * g.Pw + col % p.stride_w;
-        off = phase * g.Hq * g.Wq + (row / p.stride_h) * g.Wq + col / p.stride_w;
-      } else if (!g.flat) {
-        off = row * p.W + col;
-      }
-      tap[r * p.S + s] = off;
-    }
-}
 
 // Band weights of one group: step (u, s) of output row k weighs w[u - k][s] (0 outside the
 // kernel), laid out [u][s][k]. `w` is the group's R x S kernel.
@@ -199,63 +83,6 @@ void fill_band(const ConvProblem& p, int band, const float* w, float* out) {
         const int64_t r = u - k;
         out[(u * p.S + s) * band + k] = (r >= 0 && r < p.R) ? w[r * p.S + s] : 0.0f;
       }
-}
-
-// dst[t] = src[t*step + first] for t < n, zero where that index is outside [0, W).
-void strided_row(const float* src, int64_t W, int64_t step, int64_t first, float* dst, int64_t n) {
-  // Valid t: 0 <= t*step + first < W.
-  const int64_t lo = std::min(n, first >= 0 ? 0 : ceil_div(-first, step));
-  const int64_t hi = std::max(lo, std::min(n, W - first <= 0 ? 0 : ceil_div(W - first, step)));
-  std::fill(dst, dst + lo, 0.0f);
-  if (step == 1) {
-    std::memcpy(dst + lo, src + lo + first, (hi - lo) * sizeof(float));
-  } else if (step == 2) {
-    // The common strided case, written with a constant stride the compiler vectorises.
-    const float* s = src + (2 * lo + first);
-    float* d = dst + lo;
-    for (int64_t t = 0; t < hi - lo; ++t) d[t] = s[2 * t];
-  } else {
-    for (int64_t t = lo; t < hi; ++t) dst[t] = src[t * step + first];
-  }
-  std::fill(dst + hi, dst + n, 0.0f);
-}
-
-// Copies image `x` (C x H x W) into the view `v`. Runs inside a parallel region; ends with the
-// barrier of its omp for.
-void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v) {
-#pragma omp single nowait
-  std::fill(v + p.C * g.plane, v + g.copy_floats, 0.0f);
-  if (g.flat) {
-#pragma omp for schedule(static) collapse(2)
-    for (int64_t c = 0; c < p.C; ++c)
-      for (int64_t oh = 0; oh < g.OH; ++oh) {
-        float* dst = v + c * g.plane + oh * g.OW;
-        const int64_t ih = oh * p.stride_h - p.pad_top;
-        if (ih < 0 || ih >= p.H) {
-          std::fill(dst, dst + g.OW, 0.0f);
-          continue;
-        }
-        strided_row(x + (c * p.H + ih) * p.W, p.W, p.stride_w, -p.pad_left, dst, g.OW);
-      }
-    return;
-  }
-  // One task per (channel, row phase, phase row): writes that row of every column phase.
-  // (collapse: the loop indices are stepped, not divided out per row.)
-  const int64_t sh = p.stride_h, sw = p.stride_w, rows = g.Ph * g.Hq;
-#pragma omp for schedule(static) collapse(2)
-  for (int64_t c = 0; c < p.C; ++c)
-    for (int64_t row = 0; row < rows; ++row) {
-      const int64_t qh = row / g.Hq, hq = row - qh * g.Hq;
-      const int64_t ih = hq * sh + qh - p.pad_top;
-      for (int64_t qw = 0; qw < g.Pw; ++qw) {
-        float* dst = v + c * g.plane + ((qh * g.Pw + qw) * g.Hq + hq) * g.Wq;
-        if (ih < 0 || ih >= p.H) {
-          std::fill(dst, dst + g.Wq, 0.0f);
-          continue;
-        }
-        strided_row(x + (c * p.H + ih) * p.W, p.W, sw, qw - p.pad_left, dst, g.Wq);
-      }
-    }
 }
 
 // Where vector `v` of an output channel starts in the view, and where its lanes are stored
@@ -388,7 +215,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   if (!config_applies(p, cfg))
     throw Error("config: cpu.direct " + config +
                 " (a band block) needs a depthwise problem with stride_h = dilation_h = 1");
-  const Geometry g = make_geometry(p, cfg);
+  const Geometry g = make_geometry(p, cfg.lanes(), cfg.band ? cfg.oc : 0);
   const size_t need = workspace_for(g);
   if (a.workspace_size < need || !a.workspace)
     throw Error("workspace: cpu.direct " + config + " needs " + std::to_string(need) +
@@ -602,7 +429,7 @@ class Direct final : public Algorithm {
 
   size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     const direct::Config c = direct::parse_config(config);
-    return direct::workspace_for(direct::make_geometry(p, c));
+    return direct::workspace_for(direct::make_geometry(p, c.lanes(), c.band ? c.oc : 0));
   }
 
   void forward(const ConvProblem& p, const std::string& config,
@@ -612,7 +439,7 @@ class Direct final : public Algorithm {
 
   size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
     const direct::Config c = direct::parse_config(config);
-    if (c.band) return direct::make_geometry(p, c).band_floats * sizeof(float);
+    if (c.band) return direct::make_geometry(p, c.lanes(), c.oc).band_floats * sizeof(float);
     const int64_t nkb = (p.Kg() + c.oc - 1) / c.oc;
     return static_cast<size_t>(p.groups * nkb * c.oc * p.Cg() * p.R * p.S) * sizeof(float);
   }

@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "direct_block.hpp"
+#include "direct_kvec_block.hpp"
+#include "transpose_avx2.hpp"
 
 namespace conv::kernels::direct {
 namespace {
@@ -52,6 +54,38 @@ BlockFn avx2_block(int oc, int vecs, bool one_tap) {
       return direct_pick<Ymm, 8>(vecs, one_tap, std::make_integer_sequence<int, 1>{});
     default:
       return nullptr;
+  }
+}
+
+KvecFn avx2_kvec(int kb, int nw, bool one_tap) {
+  // kb*nw <= 12 accumulators, kb weight vectors and a broadcast fit 16 ymm.
+  switch (kb) {
+    case 1:
+      return kvec_pick<Ymm, 1>(nw, one_tap, std::make_integer_sequence<int, 12>{});
+    case 2:
+      return kvec_pick<Ymm, 2>(nw, one_tap, std::make_integer_sequence<int, 6>{});
+    case 3:
+      return kvec_pick<Ymm, 3>(nw, one_tap, std::make_integer_sequence<int, 4>{});
+    default:
+      return nullptr;
+  }
+}
+
+void kvec_pack_avx2(const float* src, int64_t src_stride, int rows, int64_t cols, int kbl,
+                    float* dst) {
+  const int64_t full = cols / 8 * 8;
+  for (int r0 = 0; r0 < kbl; r0 += 8) {
+    for (int64_t c0 = 0; c0 < full; c0 += 8) {
+      __m256 t[8];
+      for (int i = 0; i < 8; ++i)
+        t[i] =
+            r0 + i < rows ? _mm256_loadu_ps(src + (r0 + i) * src_stride + c0) : _mm256_setzero_ps();
+      transpose8x8_avx(t);
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + (c0 + i) * kbl + r0, t[i]);
+    }
+    for (int64_t col = full; col < cols; ++col)
+      for (int i = 0; i < 8; ++i)
+        dst[col * kbl + r0 + i] = r0 + i < rows ? src[(r0 + i) * src_stride + col] : 0.0f;
   }
 }
 

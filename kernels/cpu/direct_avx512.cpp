@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "direct_block.hpp"
+#include "direct_kvec_block.hpp"
 
 namespace conv::kernels::direct {
 namespace {
@@ -48,6 +49,22 @@ BlockFn avx512_block(int oc, int vecs, bool one_tap) {
       return direct_pick<Zmm, 8>(vecs, one_tap, std::make_integer_sequence<int, 3>{});
     case 12:
       return direct_pick<Zmm, 12>(vecs, one_tap, std::make_integer_sequence<int, 2>{});
+    default:
+      return nullptr;
+  }
+}
+
+KvecFn avx512_kvec(int kb, int nw, bool one_tap) {
+  // kb*nw <= 28 accumulators, kb weight vectors and a broadcast fit 32 zmm.
+  switch (kb) {
+    case 1:
+      return kvec_pick<Zmm, 1>(nw, one_tap, std::make_integer_sequence<int, 28>{});
+    case 2:
+      return kvec_pick<Zmm, 2>(nw, one_tap, std::make_integer_sequence<int, 14>{});
+    case 3:
+      return kvec_pick<Zmm, 3>(nw, one_tap, std::make_integer_sequence<int, 9>{});
+    case 4:
+      return kvec_pick<Zmm, 4>(nw, one_tap, std::make_integer_sequence<int, 6>{});
     default:
       return nullptr;
   }

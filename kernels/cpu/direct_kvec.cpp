@@ -1,0 +1,331 @@
+// cpu.direct_kvec: direct convolution with the output channels in the vector lanes, as oneDNN's
+// jit_avx2_conv / jit_avx512_common_conv on an NCHW source (Georganas et al., "Anatomy of
+// high-performance deep learning convolutions on SIMD architectures", SC 2018). A block of kb
+// vectors of 8 (AVX2) or 16 (AVX-512) output channels x nw output positions stays in registers
+// over the whole reduction; each (input channel, tap) step loads kb weight vectors and
+// broadcasts nw input values (direct_kvec_block.hpp). Unlike cpu.direct (positions in the
+// lanes), no lane is wasted on short or strided rows: it is the kernel for small images, strides
+// and 1x1 layers with many channels.
+//
+// The input is read through cpu.direct's view (direct_view.hpp: zero padded and split into
+// stride phases, or in place), so a block's positions are consecutive floats. Blocks are runs
+// of one output row split evenly (rows), of the flattened plane (1x1), or of whole view rows
+// including the Wq - OW unused columns per row (wide, when that needs fewer blocks, e.g. 7x7).
+// Weights are packed [g][K/g/(kb*lanes)][C/g][R*S][kb*lanes] (oneDNN's OIhw16o blocking, the last
+// block zero-filled): by a Plan once, or per call into the workspace. The kernel leaves each
+// block's sums in a small tile, which the driver stores to NCHW (the reorder fused into the
+// last pass, as oneDNN does).
+//
+// Cost: N*K*C/g*R*S*OH*OW FMAs with K/g rounded up to whole kb*lanes blocks (and view columns
+// OW..Wq-1 in wide mode); plus the view copy (as cpu.direct) and, one-shot, one pass over the
+// weights. Workspace: cpu.direct's view + round64(4*packed weights) (one-shot) +
+// round64(4*g*K/g rounded up) bytes of bias.
+#include <omp.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "conv/device.hpp"
+#include "conv/error.hpp"
+#include "direct_kvec.hpp"
+#include "direct_view.hpp"
+#include "kernels.hpp"
+
+namespace conv::kernels {
+namespace direct {
+
+namespace {
+
+// One block of positions: view offset of position 0, and where each position is stored in the
+// output plane (-1: an unused view column, wide mode).
+struct PosBlock {
+  int64_t x = 0;
+  int n = 0;
+  int64_t y[32];
+};
+
+// How the output plane is cut into blocks.
+struct Blocking {
+  enum class Mode { flat, rows, wide } mode = Mode::rows;
+  int64_t count = 0;  // blocks per output channel block
+  int64_t nw = 0;     // positions per block (the last of a run may have fewer)
+  int64_t per_row = 0, span = 0;
+};
+
+Blocking make_blocking(const Geometry& g, int max_nw) {
+  Blocking b;
+  if (g.flat) {
+    b.mode = Blocking::Mode::flat;
+    const int64_t n = ceil_div(g.OHW, max_nw);
+    b.nw = ceil_div(g.OHW, n);
+    b.count = ceil_div(g.OHW, b.nw);
+    return b;
+  }
+  const int64_t n = ceil_div(g.OW, max_nw);
+  b.nw = ceil_div(g.OW, n);
+  b.per_row = ceil_div(g.OW, b.nw);
+  b.count = g.OH * b.per_row;
+  // Wide: runs over the view rows; a block costs about the same whether full or not.
+  if (g.copy) {
+    b.span = (g.OH - 1) * g.row_step + g.OW;
+    const int64_t wide = ceil_div(b.span, max_nw);
+    if (wide < b.count) {
+      b.mode = Blocking::Mode::wide;
+      b.nw = max_nw;
+      b.count = wide;
+    }
+  }
+  return b;
+}
+
+void block_pos(const Geometry& g, const Blocking& b, int64_t i, PosBlock* out) {
+  switch (b.mode) {
+    case Blocking::Mode::flat: {
+      out->x = i * b.nw;
+      out->n = static_cast<int>(std::min(b.nw, g.OHW - out->x));
+      for (int j = 0; j < out->n; ++j) out->y[j] = out->x + j;
+      return;
+    }
+    case Blocking::Mode::rows: {
+      const int64_t oh = i / b.per_row, ow = (i % b.per_row) * b.nw;
+      out->x = oh * g.row_step + ow;
+      out->n = static_cast<int>(std::min(b.nw, g.OW - ow));
+      for (int j = 0; j < out->n; ++j) out->y[j] = oh * g.OW + ow + j;
+      return;
+    }
+    case Blocking::Mode::wide: {
+      out->x = i * b.nw;
+      out->n = static_cast<int>(std::min(b.nw, b.span - out->x));
+      for (int j = 0; j < out->n; ++j) {
+        const int64_t v = out->x + j, oh = v / g.row_step, ow = v % g.row_step;
+        out->y[j] = ow < g.OW ? oh * g.OW + ow : -1;
+      }
+      return;
+    }
+  }
+}
+
+struct Layout {
+  Geometry g;
+  Blocking b;
+  int64_t kbl = 0, nkb = 0;
+  size_t packed_floats = 0, bias_floats = 0;
+};
+
+Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
+  Layout l;
+  l.g = make_geometry(p, c.lanes(), 0);
+  l.b = make_blocking(l.g, c.max_nw());
+  l.kbl = c.kb * c.lanes();
+  l.nkb = ceil_div(p.Kg(), l.kbl);
+  l.packed_floats = static_cast<size_t>(p.groups * l.nkb * l.kbl * p.Cg() * p.R * p.S);
+  l.bias_floats = static_cast<size_t>(p.groups * l.nkb * l.kbl);
+  return l;
+}
+
+size_t workspace_bytes_for(const Layout& l, bool with_weights) {
+  return workspace_for(l.g) + (with_weights ? round64(l.packed_floats * sizeof(float)) : 0) +
+         round64(l.bias_floats * sizeof(float));
+}
+
+bool cpu_runs(const KvecConfig& c) {
+  const CpuIsa have = cpu_isa();
+  return c.zmm ? have == CpuIsa::avx512 : have != CpuIsa::scalar;
+}
+
+// Packs output-channel block (grp, kb) of KCRS weights.
+void pack_block(const ConvProblem& p, const Layout& l, const float* w, int64_t gkb, float* out) {
+  const int64_t grp = gkb / l.nkb, kb = gkb % l.nkb, CT = p.Cg() * p.R * p.S;
+  const int64_t k0 = kb * l.kbl;
+  const int rows = static_cast<int>(std::min(l.kbl, p.Kg() - k0));
+  kvec_pack_avx2(w + (grp * p.Kg() + k0) * CT, CT, rows, CT, static_cast<int>(l.kbl),
+                 out + gkb * CT * l.kbl);
+}
+
+}  // namespace
+
+int KvecConfig::max_nw() const {
+  static constexpr int kZmm[] = {28, 14, 9, 6}, kYmm[] = {12, 6, 4};
+  return zmm ? kZmm[kb - 1] : kYmm[kb - 1];
+}
+
+std::string KvecConfig::name() const {
+  return "oc" + std::to_string(kb * lanes()) + (zmm ? "_avx512" : "");
+}
+
+KvecConfig parse_kvec_config(const std::string& text) {
+  for (int z = 0; z < 2; ++z)
+    for (int kb = 1; kb <= (z ? 4 : 3); ++kb) {
+      const KvecConfig c{kb, z == 1};
+      if (c.name() == text) return c;
+    }
+  throw Error("config: cpu.direct_kvec has no config \"" + text +
+              "\" (known: oc8, oc16, oc24, oc16_avx512, oc32_avx512, oc48_avx512, oc64_avx512)");
+}
+
+namespace {
+
+void kvec_forward(const ConvProblem& p, const std::string& config, const ForwardArgs& a) {
+  const KvecConfig cfg = parse_kvec_config(config);
+  if (!cpu_runs(cfg))
+    throw Error("config: cpu.direct_kvec " + config + " needs " +
+                (cfg.zmm ? "AVX-512" : "AVX2 and FMA") + ", which this CPU (or the ISA cap) lacks");
+  const Layout l = make_layout(p, cfg);
+  const bool packed = a.packed_weights != nullptr;
+  const size_t need = workspace_bytes_for(l, !packed);
+  if (a.workspace_size < need || !a.workspace)
+    throw Error("workspace: cpu.direct_kvec " + config + " needs " + std::to_string(need) +
+                " bytes, got " + std::to_string(a.workspace ? a.workspace_size : 0));
+  if (!a.x || !a.y || (!a.w && !packed))
+    throw Error(
+        "x/w/y: cpu.direct_kvec needs non-null input, weights (or packed weights) and output");
+
+  const Geometry& g = l.g;
+  const Blocking& bl = l.b;
+  KvecFn fns[33] = {};
+  for (int nw = 1; nw <= bl.nw; ++nw) {
+    fns[nw] = cfg.zmm ? avx512_kvec(cfg.kb, nw, g.flat) : avx2_kvec(cfg.kb, nw, g.flat);
+    if (!fns[nw]) throw Error("config: cpu.direct_kvec " + config + " has no kernel");
+  }
+
+  const uintptr_t base = reinterpret_cast<uintptr_t>(a.workspace);
+  int64_t* tap = reinterpret_cast<int64_t*>((base + 63) / 64 * 64);
+  float* view_buf = reinterpret_cast<float*>(reinterpret_cast<char*>(tap) + g.tap_bytes);
+  float* wbuf = view_buf + round64(g.copy_floats * sizeof(float)) / sizeof(float);
+  float* bias_buf = wbuf + (packed ? 0 : round64(l.packed_floats * sizeof(float)) / sizeof(float));
+  fill_taps(p, g, tap);
+
+  const int64_t Cg = p.Cg(), Kg = p.Kg(), T = p.R * p.S, kbl = l.kbl, L = cfg.lanes();
+  const float* wpk = packed ? static_cast<const float*>(a.packed_weights) : wbuf;
+  KvecCommon common;
+  common.channels = Cg;
+  common.taps = T;
+  common.tap = tap;
+  common.x_channel_stride = g.plane;
+
+  const int64_t per_group = l.nkb * bl.count, tasks = p.groups * per_group;
+  const int threads = std::max(1, a.threads);
+  for (int64_t n = 0; n < p.N; ++n) {
+    const float* xn = a.x + n * p.C * p.H * p.W;
+    float* yn = a.y + n * p.K * g.OHW;
+    const float* view = g.copy ? view_buf : xn;
+#pragma omp parallel num_threads(threads)
+    {
+      if (n == 0) {
+        if (!packed) {
+#pragma omp for schedule(static) nowait
+          for (int64_t gkb = 0; gkb < p.groups * l.nkb; ++gkb) pack_block(p, l, a.w, gkb, wbuf);
+        }
+        if (a.bias) {
+#pragma omp for schedule(static) nowait
+          for (int64_t gkb = 0; gkb < p.groups * l.nkb; ++gkb)
+            for (int64_t k = 0; k < kbl; ++k) {
+              const int64_t kk = gkb % l.nkb * kbl + k;
+              bias_buf[gkb * kbl + k] = kk < Kg ? a.bias[gkb / l.nkb * Kg + kk] : 0.0f;
+            }
+        }
+      }
+      if (g.copy)
+        copy_view(p, g, xn, view_buf);  // ends with a barrier
+      else if (n == 0) {
+#pragma omp barrier
+      }
+      const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
+      const int64_t begin = tasks * tid / nth, end = tasks * (tid + 1) / nth;
+      alignas(64) float tile[4 * 16 * 28];
+      PosBlock pos;
+      KvecBlock blk;
+      blk.tile = tile;
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t grp = task / per_group, rest = task % per_group;
+        const int64_t kb = rest / bl.count, pb = rest % bl.count;
+        block_pos(g, bl, pb, &pos);
+        const int64_t gkb = grp * l.nkb + kb;
+        blk.x = view + grp * Cg * g.plane + pos.x;
+        blk.w = wpk + gkb * Cg * T * kbl;
+        blk.bias = a.bias ? bias_buf + gkb * kbl : nullptr;
+        fns[pos.n](common, blk);
+        const int64_t k0 = kb * kbl, kvalid = std::min(kbl, Kg - k0);
+        float* yk = yn + (grp * Kg + k0) * g.OHW;
+        for (int64_t k = 0; k < kvalid; ++k) {
+          const float* t = tile + (k / L) * pos.n * L + k % L;
+          float* yrow = yk + k * g.OHW;
+          for (int j = 0; j < pos.n; ++j)
+            if (pos.y[j] >= 0) yrow[pos.y[j]] = t[j * L];
+        }
+      }
+    }
+  }
+}
+
+// At most a quarter of the computed output channels wasted on the last block.
+bool little_waste(const ConvProblem& p, const KvecConfig& c) {
+  const int64_t kbl = c.kb * c.lanes();
+  const int64_t computed = (p.Kg() + kbl - 1) / kbl * kbl;
+  return 4 * (computed - p.Kg()) <= computed;
+}
+
+class DirectKvec final : public Algorithm {
+ public:
+  std::string_view id() const override { return "cpu.direct_kvec"; }
+  std::string version() const override { return "1"; }
+  Device::Kind device() const override { return Device::Kind::cpu; }
+  NumericClass numeric_class() const override { return NumericClass::exact_order; }
+
+  Applicability applicable(const ConvProblem& p) const override {
+    if (cpu_isa() == CpuIsa::scalar)
+      return Applicability::no("needs AVX2 and FMA (the CPU or CONVTUNE_MAX_ISA has neither)");
+    const long double Hp = static_cast<long double>(p.H) + p.pad_top + p.pad_bottom;
+    const long double Wp = static_cast<long double>(p.W) + p.pad_left + p.pad_right;
+    if (4.0L * p.C * 2 * (Hp + 1) * 2 * (Wp + 1) > 0x1p58L)
+      return Applicability::no("the padded input view would need more than 2^58 bytes");
+    if (configs(p).empty())
+      return Applicability::no("fewer output channels per group than a vector of lanes fills");
+    return Applicability::yes();
+  }
+
+  std::vector<std::string> configs(const ConvProblem& p) const override {
+    const bool z = cpu_isa() == CpuIsa::avx512;
+    const std::vector<KvecConfig> all =
+        z ? std::vector<KvecConfig>{{2, true}, {4, true}, {3, true}, {1, true}}
+          : std::vector<KvecConfig>{{2, false}, {3, false}, {1, false}};
+    std::vector<std::string> out;
+    for (const KvecConfig& c : all)
+      if (little_waste(p, c)) out.push_back(c.name());
+    return out;
+  }
+
+  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+    return workspace_bytes_for(make_layout(p, parse_kvec_config(config)), true);
+  }
+
+  void forward(const ConvProblem& p, const std::string& config,
+               const ForwardArgs& a) const override {
+    kvec_forward(p, config, a);
+  }
+
+  size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
+    return make_layout(p, parse_kvec_config(config)).packed_floats * sizeof(float);
+  }
+
+  void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
+                    int threads) const override {
+    const KvecConfig c = parse_kvec_config(config);
+    if (cpu_isa() == CpuIsa::scalar)
+      throw Error("config: cpu.direct_kvec " + config + " needs AVX2 and FMA");
+    const Layout l = make_layout(p, c);
+    float* out = static_cast<float*>(packed);
+#pragma omp parallel for schedule(static) num_threads(std::max(1, threads))
+    for (int64_t gkb = 0; gkb < p.groups * l.nkb; ++gkb) pack_block(p, l, w, gkb, out);
+  }
+};
+
+}  // namespace
+}  // namespace direct
+
+const Algorithm& cpu_direct_kvec() {
+  static const direct::DirectKvec algo;
+  return algo;
+}
+
+}  // namespace conv::kernels

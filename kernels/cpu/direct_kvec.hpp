@@ -1,0 +1,59 @@
+// Internals of cpu.direct_kvec shared by direct_kvec.cpp (Algorithm and driver), the SIMD
+// kernels (direct_kvec_block.hpp, instantiated by direct_avx2.cpp and direct_avx512.cpp) and
+// tests. Not part of the public API.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace conv::kernels::direct {
+
+/// A register block of cpu.direct_kvec: `kb` vectors of `lanes` consecutive output channels x up
+/// to max_nw() output positions. Written "oc<kb*lanes>" for AVX2 (ymm, 8 lanes), e.g. "oc16"
+/// = 2 ymm of channels x 6 positions, and "oc<kb*lanes>_avx512" for AVX-512 (zmm, 16 lanes).
+struct KvecConfig {
+  int kb = 2;
+  bool zmm = false;
+  int lanes() const { return zmm ? 16 : 8; }
+  /// Positions per block: accumulators kb*nw, kb weight vectors and a broadcast fit the
+  /// register file (16 ymm or 32 zmm).
+  int max_nw() const;
+  std::string name() const;
+};
+
+/// Parses a config string; throws conv::Error naming "config" for anything else.
+KvecConfig parse_kvec_config(const std::string& text);
+
+/// Per-call constants of the kernel.
+struct KvecCommon {
+  int64_t channels = 0;          ///< input channels summed over (C/groups)
+  int64_t taps = 0;              ///< R*S
+  const int64_t* tap = nullptr;  ///< input view offset of each tap
+  int64_t x_channel_stride = 0;  ///< input view floats between channels
+};
+
+/// One block: nw output positions at consecutive view offsets x, x + 1, ... (tap 0, channel 0);
+/// weights packed [C/g][R*S][kb*lanes]; bias (kb*lanes values) or null for zero. The kernel
+/// writes the sums to tile[(k_vec * nw + j) * lanes + lane] (position j, channel
+/// k_vec*lanes + lane); the driver stores the tile to NCHW.
+struct KvecBlock {
+  const float* x = nullptr;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  float* tile = nullptr;
+};
+
+using KvecFn = void (*)(const KvecCommon&, const KvecBlock&);
+
+/// The AVX2/FMA kernel for kb vectors x nw positions (1 <= nw <= max_nw), specialised for one
+/// tap (1x1) when `one_tap`; null when not instantiated. Only call on a CPU with AVX2 and FMA.
+KvecFn avx2_kvec(int kb, int nw, bool one_tap);
+/// The AVX-512 kernel, likewise; only call on a CPU with AVX-512F/BW/VL.
+KvecFn avx512_kvec(int kb, int nw, bool one_tap);
+
+/// Packs `rows` (<= kbl) rows of `cols` floats (row r at src + r*src_stride) transposed into
+/// dst[col * kbl + r], zero for rows >= `rows` (8x8 AVX transposes; needs AVX2).
+void kvec_pack_avx2(const float* src, int64_t src_stride, int rows, int64_t cols, int kbl,
+                    float* dst);
+
+}  // namespace conv::kernels::direct

@@ -1,0 +1,79 @@
+// The cpu.direct_kvec register-block kernel, written once over an ISA traits type `V` (as
+// direct_block.hpp) and included only by the ISA translation units.
+//
+// Method: oneDNN's jit_avx2_conv / jit_avx512_common_conv with output channels in the vector
+// lanes (weights pre-blocked as in its OIhw8o/OIhw16o layouts; Georganas et al., SC 2018):
+// KB vectors of output channels x NW output positions accumulate in registers over all
+// (channel, tap) steps; each step loads KB weight vectors (consecutive in the packed weights)
+// and broadcasts one input value per position, for KB*NW FMAs. Positions are consecutive in
+// the input view, so strides, dilation and small images cost no wasted lanes.
+#pragma once
+
+#include <xmmintrin.h>
+
+#include <utility>
+
+#include "direct_kvec.hpp"
+
+namespace conv::kernels::direct {
+
+#define CONVTUNE_UNROLL _Pragma("GCC unroll 32")
+
+template <class V, int KB, int NW>
+inline void kvec_step(typename V::reg (&acc)[KB][NW], const float* x, const float* w) {
+  using R = typename V::reg;
+  R wv[KB];
+  CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) wv[k] = V::loadu(w + k * V::lanes);
+  CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) {
+    const R xb = V::broadcast(x + j);
+    CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) acc[k][j] = V::fmadd(wv[k], xb, acc[k][j]);
+  }
+}
+
+template <class V, int KB, int NW, bool ONE_TAP>
+void kvec_block(const KvecCommon& c, const KvecBlock& b) {
+  using R = typename V::reg;
+  constexpr int L = V::lanes;
+  R acc[KB][NW];
+  CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) {
+    const R init = b.bias ? V::loadu(b.bias + k * L) : V::zero();
+    CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) acc[k][j] = init;
+  }
+  const float* x = b.x;
+  const float* w = b.w;
+  const int64_t channels = c.channels, xcs = c.x_channel_stride;
+  if constexpr (ONE_TAP) {
+    for (int64_t ch = 0; ch < channels; ++ch, x += xcs, w += KB * L)
+      kvec_step<V, KB, NW>(acc, x, w);
+  } else {
+    const int64_t taps = c.taps;
+    const int64_t* tap = c.tap;
+    for (int64_t ch = 0; ch < channels; ++ch, x += xcs)
+      for (int64_t t = 0; t < taps; ++t, w += KB * L) {
+        // The next channel's input for this tap: the view's phase planes and channel planes
+        // are too far apart for the hardware prefetchers.
+        const float* xt = x + tap[t];
+        _mm_prefetch(reinterpret_cast<const char*>(xt + xcs), _MM_HINT_T0);
+        if constexpr (NW > 8)
+          _mm_prefetch(reinterpret_cast<const char*>(xt + xcs + NW - 1), _MM_HINT_T0);
+        kvec_step<V, KB, NW>(acc, xt, w);
+      }
+  }
+  CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) CONVTUNE_UNROLL for (int j = 0; j < NW; ++j)
+      V::storeu(b.tile + (k * NW + j) * L, acc[k][j]);
+}
+
+// The kernel for `nw` positions (1..MaxNW) of a KB block, for each tap specialisation.
+template <class V, int KB, int... I>
+KvecFn kvec_pick(int nw, bool one_tap, std::integer_sequence<int, I...>) {
+  KvecFn fn = nullptr;
+  ((fn = (nw == I + 1)
+             ? (one_tap ? &kvec_block<V, KB, I + 1, true> : &kvec_block<V, KB, I + 1, false>)
+             : fn),
+   ...);
+  return fn;
+}
+
+#undef CONVTUNE_UNROLL
+
+}  // namespace conv::kernels::direct

@@ -1,0 +1,143 @@
+// The input view of the direct kernels (see direct_view.hpp).
+#include "direct_view.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace conv::kernels::direct {
+namespace {
+
+// dst[t] = src[t*step + first] for t < n, zero where that index is outside [0, W).
+void strided_row(const float* src, int64_t W, int64_t step, int64_t first, float* dst, int64_t n) {
+  // Valid t: 0 <= t*step + first < W.
+  const int64_t lo = std::min(n, first >= 0 ? 0 : ceil_div(-first, step));
+  const int64_t hi = std::max(lo, std::min(n, W - first <= 0 ? 0 : ceil_div(W - first, step)));
+  std::fill(dst, dst + lo, 0.0f);
+  if (step == 1) {
+    std::memcpy(dst + lo, src + lo + first, (hi - lo) * sizeof(float));
+  } else if (step == 2) {
+    // The common strided case, written with a constant stride the compiler vectorises.
+    const float* s = src + (2 * lo + first);
+    float* d = dst + lo;
+    for (int64_t t = 0; t < hi - lo; ++t) d[t] = s[2 * t];
+  } else {
+    for (int64_t t = lo; t < hi; ++t) dst[t] = src[t * step + first];
+  }
+  std::fill(dst + hi, dst + n, 0.0f);
+}
+
+}  // namespace
+
+Geometry make_geometry(const ConvProblem& p, int lanes, int band) {
+  Geometry g;
+  g.lanes = lanes;
+  g.band = band;
+  g.OH = p.OH(), g.OW = p.OW(), g.OHW = g.OH * g.OW;
+  g.taps = p.R * p.S;
+  const bool unpadded = p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
+  if (p.R == 1 && p.S == 1 && !g.band) {
+    g.flat = true;
+    // In place only when the plane is the output plane and the shifted last vector stays inside.
+    g.copy = !(unpadded && p.stride_h == 1 && p.stride_w == 1 && g.OHW >= lanes);
+    g.plane = g.copy ? g.OHW : p.H * p.W;
+    g.nvec = ceil_div(g.OHW, lanes);
+  } else {
+    // A band block's last rows may lie past OH: they read past the view, into zeroed slack.
+    g.copy = g.band || !(unpadded && p.stride_w == 1 && g.OW >= lanes);
+    if (g.copy) {
+      g.Hp = p.H + p.pad_top + p.pad_bottom;
+      g.Wp = p.W + p.pad_left + p.pad_right;
+      g.Hq = ceil_div(g.Hp, p.stride_h);
+      g.Wq = ceil_div(g.Wp, p.stride_w);
+      g.Ph = std::min(p.stride_h, g.Hp);
+      g.Pw = std::min(p.stride_w, g.Wp);
+      g.plane = g.Ph * g.Pw * g.Hq * g.Wq;
+      g.row_step = g.Wq;
+    } else {
+      g.plane = p.H * p.W;
+      g.row_step = p.stride_h * p.W;
+    }
+    g.vpr = ceil_div(g.OW, lanes);
+    g.nvec = g.OH * g.vpr;
+    // In the phase view output (oh, ow) reads position oh*Wq + ow (+ tap offset): vectors may
+    // run across row ends, computing Wq - OW unused columns per row instead of rounding every
+    // row up to whole vectors. Worth it for short rows (7 or 14 columns in 16 lanes).
+    if (g.copy && !g.band && 2 * g.Wq >= lanes) {
+      const int64_t wide_vecs = ceil_div(g.OH * g.Wq, lanes);
+      if (wide_vecs < g.nvec) {
+        g.wide = true;
+        g.nvec = wide_vecs;
+      }
+    }
+  }
+  if (g.band) {
+    g.taps = (p.R + g.band - 1) * p.S;
+    g.band_floats = static_cast<size_t>(p.groups * g.taps * g.band);
+  }
+  g.tap_bytes = round64(static_cast<size_t>(g.taps) * sizeof(int64_t));
+  if (g.copy) g.copy_floats = static_cast<size_t>(p.C * g.plane + kSlack + (g.band + 1) * g.Wq);
+  return g;
+}
+
+size_t workspace_for(const Geometry& g) {
+  return 64 + g.tap_bytes + round64(g.copy_floats * sizeof(float)) +
+         round64(g.band_floats * sizeof(float));
+}
+
+void fill_taps(const ConvProblem& p, const Geometry& g, int64_t* tap) {
+  // Band mode: step (u, s) reads view row u of the block (u < R + band - 1); stride_h is 1.
+  const int64_t rows = g.band ? p.R + g.band - 1 : p.R;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t s = 0; s < p.S; ++s) {
+      const int64_t row = r * p.dilation_h, col = s * p.dilation_w;
+      int64_t off = 0;
+      if (g.copy && !g.flat) {
+        // row < (R-1)*dilation_h + 1 <= Hp, so row % stride_h < Ph (likewise col).
+        const int64_t phase = (row % p.stride_h) * g.Pw + col % p.stride_w;
+        off = phase * g.Hq * g.Wq + (row / p.stride_h) * g.Wq + col / p.stride_w;
+      } else if (!g.flat) {
+        off = row * p.W + col;
+      }
+      tap[r * p.S + s] = off;
+    }
+}
+
+// Copies image `x` (C x H x W) into the view `v`. Runs inside a parallel region; ends with the
+// barrier of its omp for.
+void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v) {
+#pragma omp single nowait
+  std::fill(v + p.C * g.plane, v + g.copy_floats, 0.0f);
+  if (g.flat) {
+#pragma omp for schedule(static) collapse(2)
+    for (int64_t c = 0; c < p.C; ++c)
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        float* dst = v + c * g.plane + oh * g.OW;
+        const int64_t ih = oh * p.stride_h - p.pad_top;
+        if (ih < 0 || ih >= p.H) {
+          std::fill(dst, dst + g.OW, 0.0f);
+          continue;
+        }
+        strided_row(x + (c * p.H + ih) * p.W, p.W, p.stride_w, -p.pad_left, dst, g.OW);
+      }
+    return;
+  }
+  // One task per (channel, row phase, phase row): writes that row of every column phase.
+  // (collapse: the loop indices are stepped, not divided out per row.)
+  const int64_t sh = p.stride_h, sw = p.stride_w, rows = g.Ph * g.Hq;
+#pragma omp for schedule(static) collapse(2)
+  for (int64_t c = 0; c < p.C; ++c)
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t qh = row / g.Hq, hq = row - qh * g.Hq;
+      const int64_t ih = hq * sh + qh - p.pad_top;
+      for (int64_t qw = 0; qw < g.Pw; ++qw) {
+        float* dst = v + c * g.plane + ((qh * g.Pw + qw) * g.Hq + hq) * g.Wq;
+        if (ih < 0 || ih >= p.H) {
+          std::fill(dst, dst + g.Wq, 0.0f);
+          continue;
+        }
+        strided_row(x + (c * p.H + ih) * p.W, p.W, sw, qw - p.pad_left, dst, g.Wq);
+      }
+    }
+}
+
+}  // namespace conv::kernels::direct

@@ -1,0 +1,69 @@
+// The input view of cpu.direct and cpu.direct_kvec: how the direct kernels see the input (a
+// zero-padded, stride-phase-split workspace copy, or the input itself), the tap offsets into it,
+// and the copy. Internal to kernels/cpu; not part of the public API.
+//
+// A kernel needs, for consecutive output columns and one tap (r, s), consecutive floats. The
+// input is therefore copied once per image into the workspace, zero padded and split into
+// stride phases (space-to-depth): padded pixel (ih', iw') goes to phase plane
+// (ih' % stride_h, iw' % stride_w) at row ih' / stride_h, column iw' / stride_w. Every (stride,
+// dilation, padding) case then reads unit-stride rows, and consecutive output rows are
+// consecutive phase rows, so blocks may run across row ends ("wide" mode, for short rows).
+// Unpadded inputs with stride_w 1 are read in place; 1x1 kernels run over the flattened OH*OW
+// plane (a GEMM), after a compacting copy when strided or padded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "conv/problem.hpp"
+#include "direct.hpp"
+
+namespace conv::kernels::direct {
+
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+inline size_t round64(size_t b) {
+  return (b + 63) / 64 * 64;
+}
+
+// Zeroed floats after the view, plus (band + 1) view rows: lanes past the last output position
+// read up to lanes-1 floats beyond it, up to a row more in wide mode, and band blocks reaching
+// past OH up to band-1 rows more.
+constexpr int64_t kSlack = 2 * kMaxLanes;
+
+// How the kernels see the input, and how output vectors map onto it. Depends on the problem
+// and the config's lane count and band only.
+struct Geometry {
+  int lanes = 8;
+  bool flat = false;  // vectors run over the flattened OH*OW plane (1x1 kernels)
+  bool copy = false;  // input view is a workspace copy (else x itself)
+  bool wide = false;  // vectors run over whole view rows; view columns OW..Wq-1 are unused
+  int band = 0;       // band mode: output rows per block (0: channel blocks)
+  int64_t OH = 0, OW = 0, OHW = 0;
+  int64_t Hp = 0, Wp = 0;  // padded input size (copy, rows mode)
+  int64_t Hq = 0, Wq = 0;  // rows and columns of one phase plane (copy, rows mode)
+  // Phases stored per dimension: min(stride, padded size). A stride beyond the padded input
+  // (one output row, OH = 1) leaves the other phases empty and never read, and storing them
+  // would make the view stride_h * stride_w planes large.
+  int64_t Ph = 0, Pw = 0;
+  int64_t plane = 0;     // view floats per channel
+  int64_t row_step = 0;  // view floats between consecutive output rows (rows mode)
+  int64_t vpr = 0;       // vectors per output row (rows mode)
+  int64_t nvec = 0;      // vectors per output channel
+  int64_t taps = 0;      // steps per channel: R*S, or (R + band - 1)*S in band mode
+  size_t tap_bytes = 0, copy_floats = 0;
+  size_t band_floats = 0;  // band weights, groups x taps x band (band mode)
+};
+
+/// The view for vectors of `lanes` positions (8 or 16), in band mode for `band` > 0 rows.
+Geometry make_geometry(const ConvProblem& p, int lanes, int band);
+/// Workspace bytes: alignment, tap offsets, view copy and band weights.
+size_t workspace_for(const Geometry& g);
+/// Tap offsets into the view, taps entries.
+void fill_taps(const ConvProblem& p, const Geometry& g, int64_t* tap);
+/// Copies image `x` (C x H x W) into the view `v`. Call inside a parallel region (every thread);
+/// ends with the barrier of its omp for.
+void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v);
+
+}  // namespace conv::kernels::direct
