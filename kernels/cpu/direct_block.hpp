@@ -9,6 +9,8 @@
 // OC*NV FMAs. Cost: channels*taps*OC*NV vector FMAs per block.
 #pragma once
 
+#include <xmmintrin.h>
+
 #include "direct.hpp"
 
 namespace conv::kernels::direct {
@@ -79,6 +81,10 @@ void direct_block(const BlockCommon& c, const Block& b) {
       int64_t wo = 0;
       for (int64_t t = 0; t < taps; ++t, wo += wts) {
         const int64_t xo = tap[t];
+        // The next channel's rows for this tap (see direct_kvec_block.hpp).
+        _mm_prefetch(reinterpret_cast<const char*>(xp[0] + xo + xcs), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(xp[NV - 1] + xo + xcs + V::lanes - 1),
+                     _MM_HINT_T0);
         step<V, OC, NV>(acc, xp, xo, wp, wo);
       }
       CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xp[j] += xcs;
