@@ -410,7 +410,7 @@ TEST_CASE("winograd: error model behind error_bound") {
   }
 }
 
-TEST_CASE("winograd: both schedules and both GEMM kernels match the reference") {
+TEST_CASE("winograd: both schedules, both GEMM kernels, packed and one-shot, match the reference") {
   if (!has_avx2()) return;
   const bool avx512 = conv::cpu_isa() == conv::CpuIsa::avx512;
   // Per-thread passes for many tiles and few channels, shared passes for few tiles and many.
@@ -421,45 +421,57 @@ TEST_CASE("winograd: both schedules and both GEMM kernels match the reference") 
     CHECK_FALSE(wg::make_schedule(wg::make_geometry(big_c, 6), 2, false).per_thread);
   }
   int per_thread_runs = 0;
-  for (const char* desc : {"mb2ic24ih29iw31oc40kh3kw3ph1pw1",    // K/g = 40: 32 + 8 channel jobs
-                           "g2mb1ic50ih17iw26oc52kh3kw3ph0pw2",  // K/g = 26 -> 32, C/g = 25
-                           "mb3ic3ih40iw12oc17kh3kw3ph2pw1"}) {
+  for (const char* desc :
+       {"mb2ic24ih29iw31oc40kh3kw3ph1pw1",    // K/g = 40: 32 + 8 channel jobs
+        "g2mb1ic50ih17iw26oc52kh3kw3ph0pw2",  // K/g = 26 -> 32, C/g = 25
+        "mb3ic3ih40iw12oc17kh3kw3ph2pw1",
+        // One-shot single passes whose per-thread U slices fit (K/g >= 64):
+        // the weight transform fused into the GEMM jobs, last group too.
+        "g2mb1ic80ih13iw11oc192kh3kw3ph1pw1", "mb1ic40ih9iw9oc100kh3kw3ph1pw0"}) {
     const auto p = conv::parse_descriptor(desc);
     convtest::ReferenceCase ref(p, 31);
     conv::AlignedBuffer y(p.y_bytes());
     for (int m : {2, 4, 6}) {
       const auto g = wg::make_geometry(p, m);
-      conv::AlignedBuffer u(4 * g.u_floats), v(4 * g.v_floats), mb(4 * g.m_floats);
+      conv::AlignedBuffer u(4 * g.u_floats), uf(4 * g.u_floats), v(4 * g.v_floats),
+          mb(4 * g.m_floats);
       wg::transform_weights_avx2(p, g, ref.w(), u.floats(), 2);
-      for (bool per_thread : {false, true})
-        for (bool use512 : {false, true}) {
-          if (use512 && !avx512) continue;
-          for (int threads : {1, 2}) {
-            wg::Schedule s;
-            s.avx512 = use512;
-            if (per_thread) {
-              // Small passes (at most 7 tiles), so that several of them run, if the workspace
-              // has room for one per thread.
-              s.per_thread = true;
-              for (s.sub = std::min<int64_t>(7, g.chunk / threads); s.sub > 0; --s.sub) {
-                s.sub_pad = (s.sub + 7) / 8 * 8;
-                s.sub_v_pstride = wg::odd_lines(g.Cg * s.sub_pad);
-                if (threads * g.points * s.sub_v_pstride <= g.v_floats) break;
+      // One-shot: U is written into a poisoned buffer during the call (fused into the GEMMs of
+      // shared passes).
+      for (bool one_shot : {false, true})
+        for (bool per_thread : {false, true})
+          for (bool use512 : {false, true}) {
+            if (use512 && !avx512) continue;
+            for (int threads : {1, 2}) {
+              wg::Schedule s;
+              s.avx512 = use512;
+              if (per_thread) {
+                // Small passes (at most 7 tiles), so that several of them run, if the workspace
+                // has room for one per thread.
+                s.per_thread = true;
+                for (s.sub = std::min<int64_t>(7, g.chunk / threads); s.sub > 0; --s.sub) {
+                  s.sub_pad = (s.sub + 7) / 8 * 8;
+                  s.sub_v_pstride = wg::odd_lines(g.Cg * s.sub_pad);
+                  if (threads * g.points * s.sub_v_pstride <= g.v_floats) break;
+                }
+                if (s.sub == 0) continue;
+                ++per_thread_runs;
               }
-              if (s.sub == 0) continue;
-              ++per_thread_runs;
+              conv::poison_nan(y.floats(), p.y_elems());
+              conv::poison_nan(uf.floats(), g.u_floats);
+              wg::forward_avx2(p, g, s, ref.x(), one_shot ? ref.w() : nullptr,
+                               one_shot ? uf.floats() : nullptr,
+                               one_shot ? uf.floats() : u.floats(), ref.bias(), y.floats(),
+                               v.floats(), mb.floats(), threads);
+              const auto r = ref.compare(y.floats(), winograd(), "m" + std::to_string(m));
+              INFO(desc << " m" << m << (per_thread ? " per-thread" : " shared")
+                        << (one_shot ? " one-shot" : " packed") << (use512 ? " avx512" : " avx2")
+                        << " threads " << threads << ": " << r.max_error << " (bound " << r.bound
+                        << ") " << r.where);
+              CHECK(r.ok());
             }
-            conv::poison_nan(y.floats(), p.y_elems());
-            wg::forward_avx2(p, g, s, ref.x(), u.floats(), ref.bias(), y.floats(), v.floats(),
-                             mb.floats(), threads);
-            const auto r = ref.compare(y.floats(), winograd(), "m" + std::to_string(m));
-            INFO(desc << " m" << m << (per_thread ? " per-thread" : " shared")
-                      << (use512 ? " avx512" : " avx2") << " threads " << threads << ": "
-                      << r.max_error << " (bound " << r.bound << ") " << r.where);
-            CHECK(r.ok());
           }
-        }
     }
   }
-  CHECK(per_thread_runs >= 12);
+  CHECK(per_thread_runs >= 24);
 }

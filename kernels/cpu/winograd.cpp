@@ -119,7 +119,7 @@ namespace {
 class Winograd final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.winograd"; }
-  std::string version() const override { return "1"; }
+  std::string version() const override { return "2"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 
@@ -168,14 +168,14 @@ class Winograd final : public Algorithm {
     require_avx2();
     const int threads = resolve_threads(a.threads);  // 0 (or less): the OpenMP default
     float* ws = static_cast<float*>(a.workspace);
-    const float* u = static_cast<const float*>(a.packed_weights);
-    if (!u) {
-      winograd::transform_weights_avx2(p, g, a.w, ws, threads);
-      u = ws;
-    }
+    // One-shot (no packed weights): the weight transform into the workspace is fused into the
+    // first pass (forward_avx2).
+    const bool one_shot = a.packed_weights == nullptr;
+    const float* u = one_shot ? ws : static_cast<const float*>(a.packed_weights);
     float* v = ws + g.u_floats;
     const winograd::Schedule s = winograd::make_schedule(g, threads, cpu_isa() == CpuIsa::avx512);
-    winograd::forward_avx2(p, g, s, a.x, u, a.bias, a.y, v, v + g.v_floats, threads);
+    winograd::forward_avx2(p, g, s, a.x, one_shot ? a.w : nullptr, one_shot ? ws : nullptr, u,
+                           a.bias, a.y, v, v + g.v_floats, threads);
   }
 
   // Derived in winograd_error.cpp: a componentwise transform term E_o per output plus

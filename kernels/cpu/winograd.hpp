@@ -91,8 +91,10 @@ void transform_weights_avx2(const ConvProblem& p, const Geometry& g, const float
 
 /// y = Winograd convolution of x with transformed weights `u`, plus bias (may be null).
 /// `v` and `mbuf` hold g.v_floats and g.m_floats floats; `s` from make_schedule(g, threads).
-/// AVX2+FMA only.
+/// One-shot: with KCRS weights `w` (else null), U is first written to `u_fill` (== u, g.u_floats
+/// floats), fused into the first pass's GEMMs where passes are shared. AVX2+FMA only.
 void forward_avx2(const ConvProblem& p, const Geometry& g, const Schedule& s, const float* x,
-                  const float* u, const float* bias, float* y, float* v, float* mbuf, int threads);
+                  const float* w, float* u_fill, const float* u, const float* bias, float* y,
+                  float* v, float* mbuf, int threads);
 
 }  // namespace conv::kernels::winograd

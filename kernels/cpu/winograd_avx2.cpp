@@ -26,6 +26,13 @@
 // Workspace = 4 * (U + V + M) bytes for a pass of g.chunk tiles (U unused with packed weights);
 // g.chunk keeps V + M near 12 MiB (make_geometry, winograd.cpp).
 //
+// One-shot (no packed weights), step 1 costs writing U, P/9 times the weights (4x for m = 4),
+// which bounds it by store bandwidth rather than arithmetic. When the tiles make one shared pass
+// (small images, where this matters most), each GEMM job transforms only its own output
+// channels into a per-thread slice of the U region, which stays in L2 and is overwritten by the
+// thread's next job; otherwise U is written once, before the first pass, in runs of 16 channels
+// per point.
+//
 // Schedules (make_schedule): with few channels, each thread runs whole passes of a few dozen
 // tiles (transform, GEMMs, inverse transform) in its own slice of V and M, which stay in its L2;
 // with many channels, where U is large and tiles few, all threads share each pass phase by phase
@@ -121,22 +128,29 @@ struct TileCursor {
 
 // U for input channel c and one block of kw (16 or 8) output channels from kb0, zero beyond Kg:
 // for every point, kw contiguous floats (one cache line for kw = 16).
+// Writes point pt's kw floats to dst + pt * pstride.
 template <int M>
-void weight_block(const Geometry& g, const float* wg, int64_t kb0, int64_t c, float* ug) {
+void weight_block(const Geometry& g, const float* wg, int64_t kb0, int64_t c, float* dst,
+                  int64_t pstride) {
   constexpr int A = M + 2;
   const int64_t kw = std::min<int64_t>(kBlockK, g.Kp - kb0);
-  float* dst = ug + kb0 * g.Cg + c * kw;
   for (int64_t half = 0; half < kw; half += kVec) {
-    alignas(32) float taps[9][8];
+    // taps[rs] = tap rs of the 8 filters: taps 0-7 by one load per filter and an 8x8 transpose
+    // (scalar stores read back as vectors would stall on store forwarding), tap 8 gathered.
+    __m256 taps[9];
+    alignas(32) float last[8];
     for (int q = 0; q < 8; ++q) {
       const int64_t k = kb0 + half + q;
-      for (int rs = 0; rs < 9; ++rs) taps[rs][q] = k < g.Kg ? wg[(k * g.Cg + c) * 9 + rs] : 0.0f;
+      const float* f = wg + (k * g.Cg + c) * 9;
+      taps[q] = k < g.Kg ? _mm256_loadu_ps(f) : _mm256_setzero_ps();
+      last[q] = k < g.Kg ? f[8] : 0.0f;
     }
+    transpose8x8_avx(taps);
+    taps[8] = _mm256_load_ps(last);
     // Columns first: t[i][s] = sum_r G[i][r] w[r][s]; then rows: U[i][j] = sum_s t[i][s] G[j][s].
     __m256 t[A][3];
     for (int s = 0; s < 3; ++s) {
-      const __m256 col[3] = {_mm256_load_ps(taps[s]), _mm256_load_ps(taps[3 + s]),
-                             _mm256_load_ps(taps[6 + s])};
+      const __m256 col[3] = {taps[s], taps[3 + s], taps[6 + s]};
       __m256 out[A];
       weight_1d<M>(col, out);
       for (int i = 0; i < A; ++i) t[i][s] = out[i];
@@ -144,22 +158,42 @@ void weight_block(const Geometry& g, const float* wg, int64_t kb0, int64_t c, fl
     for (int i = 0; i < A; ++i) {
       __m256 out[A];
       weight_1d<M>(t[i], out);
-      for (int j = 0; j < A; ++j) _mm256_storeu_ps(dst + (i * A + j) * g.u_pstride + half, out[j]);
+      for (int j = 0; j < A; ++j) _mm256_storeu_ps(dst + (i * A + j) * pstride + half, out[j]);
     }
   }
+}
+
+// Channels per weight_run: its U (P x 16 x 16 floats, 36 KiB for m = 4) stays in L1.
+constexpr int64_t kWeightRun = 16;
+
+// U of output-channel block kb (kBlockK channels from kb * kBlockK) for input channels
+// [c0, c0 + kWeightRun): transformed into an L1 buffer, then copied out as one contiguous run per
+// point (writing the P points' rows directly would interleave P streams of 64-byte stores).
+// `ukb` is where U's point 0 holds block kb (U + kb * kBlockK * C/g), `pstride` U's point stride.
+template <int M>
+void weight_run(const Geometry& g, const float* wg, int64_t kb, int64_t c0, float* ukb,
+                int64_t pstride) {
+  constexpr int P = (M + 2) * (M + 2);
+  const int64_t kb0 = kb * kBlockK, kw = std::min<int64_t>(kBlockK, g.Kp - kb0);
+  const int64_t cn = std::min(kWeightRun, g.Cg - c0);
+  alignas(64) float buf[P * kWeightRun * kBlockK];
+  for (int64_t c = 0; c < cn; ++c) weight_block<M>(g, wg, kb0, c0 + c, buf + c * kw, cn * kw);
+  for (int pt = 0; pt < P; ++pt)
+    std::memcpy(ukb + pt * pstride + c0 * kw, buf + pt * cn * kw,
+                static_cast<size_t>(cn * kw) * sizeof(float));
 }
 
 template <int M>
 void transform_weights_impl(const ConvProblem& p, const Geometry& g, const float* w, float* u,
                             int threads) {
   const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK;
-  // c innermost: each point's U rows are then written front to back.
+  const int64_t runs = (g.Cg + kWeightRun - 1) / kWeightRun;
 #pragma omp parallel for collapse(3) schedule(static) num_threads(threads)
   for (int64_t grp = 0; grp < p.groups; ++grp)
     for (int64_t kb = 0; kb < kblocks; ++kb)
-      for (int64_t c = 0; c < g.Cg; ++c)
-        weight_block<M>(g, w + grp * g.Kg * g.Cg * 9, kb * kBlockK, c,
-                        u + grp * g.points * g.u_pstride);
+      for (int64_t r = 0; r < runs; ++r)
+        weight_run<M>(g, w + grp * g.Kg * g.Cg * 9, kb, r * kWeightRun,
+                      u + grp * g.points * g.u_pstride + kb * kBlockK * g.Cg, g.u_pstride);
 }
 
 // --- input transform --------------------------------------------------------------------------
@@ -320,10 +354,12 @@ int64_t job_channels(const Schedule& s) {
 }
 
 // M[t][pt][kj * job_channels ..] for the nt tiles of a pass: one point, one job's channels.
-void gemm_job(const Geometry& g, const Schedule& s, const float* ug, const float* v, int64_t ld,
-              int64_t v_pstride, float* mbuf, int64_t nt, int64_t pt, int64_t kj) {
+// `uj` is where U's point 0 holds the job's channels, `pstride` U's point stride.
+void gemm_job(const Geometry& g, const Schedule& s, const float* uj, int64_t pstride,
+              const float* v, int64_t ld, int64_t v_pstride, float* mbuf, int64_t nt, int64_t pt,
+              int64_t kj) {
   const int64_t kb0 = kj * job_channels(s);
-  const float* up = ug + pt * g.u_pstride + kb0 * g.Cg;
+  const float* up = uj + pt * pstride;
   float* mp = mbuf + pt * g.m_kstride + kb0;
   const int64_t ldo = g.points * g.m_kstride;
   if (s.avx512)
@@ -419,7 +455,8 @@ void fill_outside_core(const ConvProblem& p, const Geometry& g, int64_t plane, c
 
 template <int M>
 void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, const float* x,
-                  const float* u, const float* bias, float* y, float* v, float* mbuf, int threads) {
+                  const float* w, float* u_fill, const float* u, const float* bias, float* y,
+                  float* v, float* mbuf, int threads) {
   const int64_t P = g.points, HW = p.H * p.W, OHW = g.OH * g.OW;
   const int64_t kjobs = (g.Kp + job_channels(s) - 1) / job_channels(s);
   const bool whole = g.row_lo == 0 && g.row_end == g.OH && g.col_lo == 0 && g.col_end == g.OW;
@@ -437,6 +474,19 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
       const float* ug = u + grp * P * g.u_pstride;
       const float* bias_g = bias ? bias + grp * g.Kg : nullptr;
       float* yg = y + grp * g.Kg * OHW;
+      const float* wg = w ? w + grp * g.Kg * g.Cg * 9 : nullptr;
+      float* ug_fill = u_fill ? u_fill + grp * P * g.u_pstride : nullptr;
+      const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK, per_job = job_channels(s) / kBlockK;
+      const int64_t runs = (g.Cg + kWeightRun - 1) / kWeightRun;
+      // A thread's U slice for one GEMM job: job_channels x C/g floats per point.
+      const int64_t job_pstride = odd_lines(job_channels(s) * g.Cg), job_u = P * job_pstride;
+      if (wg && s.per_thread) {
+        // Every per-thread pass reads all of U: transform it first.
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t kb = 0; kb < kblocks; ++kb)
+          for (int64_t r = 0; r < runs; ++r)
+            weight_run<M>(g, wg, kb, r * kWeightRun, ug_fill + kb * kBlockK * g.Cg, g.u_pstride);
+      }
       if (s.per_thread) {
         // Thread i owns V slice i and tiles [i*sub, (i+1)*sub) of M.
         const int me = omp_get_thread_num();
@@ -450,7 +500,8 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
                          s.sub_v_pstride);
           for (int64_t pt = 0; pt < P; ++pt)
             for (int64_t kj = 0; kj < kjobs; ++kj)
-              gemm_job(g, s, ug, my_v, s.sub_pad, s.sub_v_pstride, my_m, nt, pt, kj);
+              gemm_job(g, s, ug + kj * job_channels(s) * g.Cg, g.u_pstride, my_v, s.sub_pad,
+                       s.sub_v_pstride, my_m, nt, pt, kj);
           output_tiles<M>(p, g, my_m, first, 0, nt, bias_g, yg);
         }
         continue;
@@ -466,10 +517,34 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
             input_tiles<M>(p, g, xg, first, nt, gb * kGroupBlock,
                            std::min(tgroups, (gb + 1) * kGroupBlock), cb * kChannelBlock,
                            std::min(g.Cg, (cb + 1) * kChannelBlock), v, g.chunk_pad, g.v_pstride);
+        if (wg && first == 0 && nt == g.tiles && threads * job_u <= P * g.u_pstride) {
+          // One-shot, one pass: each job transforms its output channels' weights for every point
+          // into its thread's small slice of the U region, which its GEMMs then read from L2 and
+          // the next job overwrites there. All of U (P/9 times the weights) never goes to memory.
+          float* my_u = ug_fill + omp_get_thread_num() * job_u;
+#pragma omp for schedule(dynamic)
+          for (int64_t kj = 0; kj < kjobs; ++kj) {
+            for (int64_t kb = kj * per_job; kb < std::min(kblocks, (kj + 1) * per_job); ++kb)
+              for (int64_t r = 0; r < runs; ++r)
+                weight_run<M>(g, wg, kb, r * kWeightRun,
+                              my_u + (kb - kj * per_job) * kBlockK * g.Cg, job_pstride);
+            for (int64_t pt = 0; pt < P; ++pt)
+              gemm_job(g, s, my_u, job_pstride, v, g.chunk_pad, g.v_pstride, mbuf, nt, pt, kj);
+          }
+        } else {
+          if (wg && first == 0) {
+#pragma omp for collapse(2) schedule(static)
+            for (int64_t kb = 0; kb < kblocks; ++kb)
+              for (int64_t r = 0; r < runs; ++r)
+                weight_run<M>(g, wg, kb, r * kWeightRun, ug_fill + kb * kBlockK * g.Cg,
+                              g.u_pstride);
+          }
 #pragma omp for collapse(2) schedule(dynamic)
-        for (int64_t pt = 0; pt < P; ++pt)
-          for (int64_t kj = 0; kj < kjobs; ++kj)
-            gemm_job(g, s, ug, v, g.chunk_pad, g.v_pstride, mbuf, nt, pt, kj);
+          for (int64_t pt = 0; pt < P; ++pt)
+            for (int64_t kj = 0; kj < kjobs; ++kj)
+              gemm_job(g, s, ug + kj * job_channels(s) * g.Cg, g.u_pstride, v, g.chunk_pad,
+                       g.v_pstride, mbuf, nt, pt, kj);
+        }
 #pragma omp for schedule(static)
         for (int64_t tl = 0; tl < nt; tl += kTileBlock)
           output_tiles<M>(p, g, mbuf, first, tl, std::min(nt, tl + kTileBlock), bias_g, yg);
@@ -493,14 +568,15 @@ void transform_weights_avx2(const ConvProblem& p, const Geometry& g, const float
 }
 
 void forward_avx2(const ConvProblem& p, const Geometry& g, const Schedule& s, const float* x,
-                  const float* u, const float* bias, float* y, float* v, float* mbuf, int threads) {
+                  const float* w, float* u_fill, const float* u, const float* bias, float* y,
+                  float* v, float* mbuf, int threads) {
   switch (g.m) {
     case 2:
-      return forward_impl<2>(p, g, s, x, u, bias, y, v, mbuf, threads);
+      return forward_impl<2>(p, g, s, x, w, u_fill, u, bias, y, v, mbuf, threads);
     case 4:
-      return forward_impl<4>(p, g, s, x, u, bias, y, v, mbuf, threads);
+      return forward_impl<4>(p, g, s, x, w, u_fill, u, bias, y, v, mbuf, threads);
     default:
-      return forward_impl<6>(p, g, s, x, u, bias, y, v, mbuf, threads);
+      return forward_impl<6>(p, g, s, x, w, u_fill, u, bias, y, v, mbuf, threads);
   }
 }
 
