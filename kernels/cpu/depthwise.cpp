@@ -3,7 +3,8 @@
 // zero-padded channel-blocked layout [C/lanes][Hp][Wp][lanes], every output row of every block
 // is a run of vector FMAs over the R x S taps (four output positions per weight load), and the
 // blocked output is transposed back to NCHW. The copies are part of every call, so the one-shot
-// time is the whole cost. Configs: "c8" (AVX2 8-lane vectors, portable loop without AVX2) and
+// time is the whole cost. With at least 4 blocks per thread, a thread takes each of its blocks
+// through all steps while the block is in cache, without barriers between the steps. Configs: "c8" (AVX2 8-lane vectors, portable loop without AVX2) and
 // "c16_avx512". Any stride, dilation and padding; N any.
 // Cost: N*C*R*S*OH*OW FMAs, plus one pass over x and y for the layout copies.
 // Workspace: floats for the blocked input (C8*Hp*Wp), output (C8*OH*OW) and weights (C8*R*S),
@@ -125,117 +126,143 @@ class Depthwise final : public Algorithm {
       for (int64_t t = 0; t <= RS; ++t) std::fill(out + t * L + lanes, out + (t + 1) * L, 0.0f);
     };
 
+    // Narrow images (7x7, 14x14): a row holds at most one 8x8 transpose and the scalar tails
+    // would dominate, so full blocks are transposed as whole flat planes instead (measured on
+    // mobilenet_v2, AVX2 cap, 2 threads: dw960 7x7 0.087 -> 0.042 ms, dw384 14x14 0.073 ->
+    // 0.043).
+    const bool narrow = avx2 && W < 16;
+    const int64_t full = avx2 ? C / L : 0;  // blocks copied with 8x8 transposes
+
+    // Padded input row hp of block cb (padding rows and columns zero).
+    auto pack_row = [&](const float* x, int64_t cb, int64_t hp) {
+      const int64_t ih = hp - p.pad_top;
+      float* out = xb + (cb * s.Hp + hp) * s.Wp * L;
+      if (ih < 0 || ih >= H) {
+        std::memset(out, 0, sizeof(float) * s.Wp * L);
+        return;
+      }
+      std::memset(out, 0, sizeof(float) * p.pad_left * L);
+      std::memset(out + (p.pad_left + W) * L, 0, sizeof(float) * p.pad_right * L);
+      if (cb < full) {
+        for (int64_t half = 0; half < L; half += 8) {
+          const float* in[8];
+          for (int64_t l = 0; l < 8; ++l) in[l] = x + ((cb * L + half + l) * H + ih) * W;
+          depthwise::pack8_avx2(in, out + p.pad_left * L + half, W, L);
+        }
+        return;
+      }
+      for (int64_t l = 0; l < L; ++l) {
+        const int64_t c = cb * L + l;
+        float* o = out + p.pad_left * L + l;
+        if (c >= C) {
+          for (int64_t iw = 0; iw < W; ++iw) o[iw * L] = 0;
+          continue;
+        }
+        const float* in = x + (c * H + ih) * W;
+        for (int64_t iw = 0; iw < W; ++iw) o[iw * L] = in[iw];
+      }
+    };
+    // A full block of a narrow image at once: its planes are flat runs.
+    auto pack_plane = [&](const float* x, int64_t cb) {
+      float* blk = xb + cb * s.Hp * s.Wp * L;
+      std::memset(blk, 0, sizeof(float) * p.pad_top * s.Wp * L);
+      std::memset(blk + (p.pad_top + H) * s.Wp * L, 0, sizeof(float) * p.pad_bottom * s.Wp * L);
+      for (int64_t ih = 0; ih < H; ++ih) {
+        float* out = blk + (p.pad_top + ih) * s.Wp * L;
+        std::memset(out, 0, sizeof(float) * p.pad_left * L);
+        std::memset(out + (p.pad_left + W) * L, 0, sizeof(float) * p.pad_right * L);
+      }
+      for (int64_t half = 0; half < L; half += 8) {
+        const float* in[8];
+        for (int64_t l = 0; l < 8; ++l) in[l] = x + (cb * L + half + l) * H * W;
+        depthwise::pack8_plane_avx2(in, blk + half, H, W, s.Wp, p.pad_top, p.pad_left, L);
+      }
+    };
+    auto compute_row = [&](int64_t cb, int64_t oh) {
+      Row r;
+      r.x = xb + (cb * s.Hp + oh * p.stride_h) * s.Wp * L;
+      r.w = wb + cb * (RS + 1) * L;
+      r.bias = r.w + RS * L;
+      r.y = yb + (cb * s.OH + oh) * s.OW * L;
+      r.OW = s.OW, r.R = p.R, r.S = p.S;
+      r.stride_w = p.stride_w, r.dilation_w = p.dilation_w;
+      r.dil_h_rows = p.dilation_h * s.Wp * L;
+      if (L == 16)
+        depthwise::row_avx512(r);
+      else if (avx2)
+        depthwise::row_avx2(r);
+      else
+        row_portable(r, L);
+    };
+    // Output row oh of block cb back to NCHW: 8x8 transposes for a full block, else lane by lane.
+    auto unpack_row = [&](float* y, int64_t cb, int64_t oh) {
+      const float* in = yb + (cb * s.OH + oh) * s.OW * L;
+      if (cb < full) {
+        for (int64_t half = 0; half < L; half += 8) {
+          float* out[8];
+          for (int64_t l = 0; l < 8; ++l) out[l] = y + ((cb * L + half + l) * s.OH + oh) * s.OW;
+          depthwise::unpack8_avx2(in + half, L, out, s.OW);
+        }
+        return;
+      }
+      for (int64_t l = 0; l < L && cb * L + l < C; ++l) {
+        float* out = y + ((cb * L + l) * s.OH + oh) * s.OW;
+        for (int64_t ow = 0; ow < s.OW; ++ow) out[ow] = in[ow * L + l];
+      }
+    };
+    auto unpack_plane = [&](float* y, int64_t cb) {
+      for (int64_t half = 0; half < L; half += 8) {
+        float* out[8];
+        for (int64_t l = 0; l < 8; ++l) out[l] = y + (cb * L + half + l) * s.OH * s.OW;
+        depthwise::unpack8_avx2(yb + cb * s.OH * s.OW * L + half, L, out, s.OH * s.OW);
+      }
+    };
+    // With enough blocks, each thread takes whole blocks through all four steps (weights, input,
+    // rows, output) while they are in L1/L2, with no barrier between the steps; with few, the
+    // steps are split by rows with a barrier between them.
+    const bool by_block = s.CB >= 4 * threads;
+
     for (int64_t n = 0; n < p.N; ++n) {
       const float* x = a.x + n * C * H * W;
       float* y = a.y + n * C * s.OH * s.OW;
-      // Narrow images (7x7, 14x14): a row holds at most one 8x8 transpose and the scalar tails
-      // would dominate, so full blocks are transposed as whole flat planes instead (measured on
-      // mobilenet_v2, AVX2 cap, 2 threads: dw960 7x7 0.087 -> 0.042 ms, dw384 14x14 0.073 ->
-      // 0.043).
-      const bool narrow = avx2 && W < 16;
 #pragma omp parallel num_threads(threads)
       {
-        if (n == 0) {
+        if (by_block) {
 #pragma omp for schedule(static)
-          for (int64_t cb = 0; cb < s.CB; ++cb) block_weights(cb);
-        }
-        if (narrow) {
-#pragma omp for schedule(static)
-          for (int64_t cb = 0; cb < C / L; ++cb) {
-            float* blk = xb + cb * s.Hp * s.Wp * L;
-            std::memset(blk, 0, sizeof(float) * p.pad_top * s.Wp * L);
-            std::memset(blk + (p.pad_top + H) * s.Wp * L, 0,
-                        sizeof(float) * p.pad_bottom * s.Wp * L);
-            for (int64_t ih = 0; ih < H; ++ih) {
-              float* out = blk + (p.pad_top + ih) * s.Wp * L;
-              std::memset(out, 0, sizeof(float) * p.pad_left * L);
-              std::memset(out + (p.pad_left + W) * L, 0, sizeof(float) * p.pad_right * L);
-            }
-            for (int64_t half = 0; half < L; half += 8) {
-              const float* in[8];
-              for (int64_t l = 0; l < 8; ++l) in[l] = x + (cb * L + half + l) * H * W;
-              depthwise::pack8_plane_avx2(in, blk + half, H, W, s.Wp, p.pad_top, p.pad_left, L);
-            }
+          for (int64_t cb = 0; cb < s.CB; ++cb) {
+            if (n == 0) block_weights(cb);
+            if (narrow && cb < full)
+              pack_plane(x, cb);
+            else
+              for (int64_t hp = 0; hp < s.Hp; ++hp) pack_row(x, cb, hp);
+            for (int64_t oh = 0; oh < s.OH; ++oh) compute_row(cb, oh);
+            if (narrow && cb < full)
+              unpack_plane(y, cb);
+            else
+              for (int64_t oh = 0; oh < s.OH; ++oh) unpack_row(y, cb, oh);
           }
-        }
-        // Input rows into the padded blocked layout (padding rows and columns zero); with
-        // `narrow` only the rows of a partial last block are left.
-        const int64_t first_row = narrow ? (C / L) * s.Hp : 0;
+        } else {
+          if (n == 0) {
 #pragma omp for schedule(static)
-        for (int64_t row = first_row; row < s.CB * s.Hp; ++row) {
-          const int64_t cb = row / s.Hp, hp = row % s.Hp, ih = hp - p.pad_top;
-          float* out = xb + row * s.Wp * L;
-          if (ih < 0 || ih >= H) {
-            std::memset(out, 0, sizeof(float) * s.Wp * L);
-            continue;
+            for (int64_t cb = 0; cb < s.CB; ++cb) block_weights(cb);
           }
-          std::memset(out, 0, sizeof(float) * p.pad_left * L);
-          std::memset(out + (p.pad_left + W) * L, 0, sizeof(float) * p.pad_right * L);
-          if (avx2 && (cb + 1) * L <= C) {  // a full block: 8x8 transposes
-            for (int64_t half = 0; half < L; half += 8) {
-              const float* in[8];
-              for (int64_t l = 0; l < 8; ++l) in[l] = x + ((cb * L + half + l) * H + ih) * W;
-              depthwise::pack8_avx2(in, out + p.pad_left * L + half, W, L);
-            }
-            continue;
+          if (narrow) {
+#pragma omp for schedule(static)
+            for (int64_t cb = 0; cb < full; ++cb) pack_plane(x, cb);
           }
-          for (int64_t l = 0; l < L; ++l) {
-            const int64_t c = cb * L + l;
-            float* o = out + p.pad_left * L + l;
-            if (c >= C) {
-              for (int64_t iw = 0; iw < W; ++iw) o[iw * L] = 0;
-              continue;
-            }
-            const float* in = x + (c * H + ih) * W;
-            for (int64_t iw = 0; iw < W; ++iw) o[iw * L] = in[iw];
+          // With `narrow` only the rows of a partial last block are left.
+#pragma omp for schedule(static)
+          for (int64_t row = narrow ? full * s.Hp : 0; row < s.CB * s.Hp; ++row)
+            pack_row(x, row / s.Hp, row % s.Hp);
+#pragma omp for schedule(static)
+          for (int64_t row = 0; row < s.CB * s.OH; ++row) compute_row(row / s.OH, row % s.OH);
+          if (narrow) {
+#pragma omp for schedule(static)
+            for (int64_t cb = 0; cb < full; ++cb) unpack_plane(y, cb);
           }
-        }
-        // Every output row of every block.
 #pragma omp for schedule(static)
-        for (int64_t row = 0; row < s.CB * s.OH; ++row) {
-          const int64_t cb = row / s.OH, oh = row % s.OH;
-          Row r;
-          r.x = xb + (cb * s.Hp + oh * p.stride_h) * s.Wp * L;
-          r.w = wb + cb * (RS + 1) * L;
-          r.bias = r.w + RS * L;
-          r.y = yb + row * s.OW * L;
-          r.OW = s.OW, r.R = p.R, r.S = p.S;
-          r.stride_w = p.stride_w, r.dilation_w = p.dilation_w;
-          r.dil_h_rows = p.dilation_h * s.Wp * L;
-          if (L == 16)
-            depthwise::row_avx512(r);
-          else if (avx2)
-            depthwise::row_avx2(r);
-          else
-            row_portable(r, L);
-        }
-        // Back to NCHW: full blocks with 8x8 transposes (narrow images: a block's output is one
-        // flat run of OH*OW pixels, as are the channel planes), a partial last block lane by lane.
-        const int64_t full = avx2 ? C / L : 0;
-        if (narrow) {
-#pragma omp for schedule(static)
-          for (int64_t cb = 0; cb < full; ++cb)
-            for (int64_t half = 0; half < L; half += 8) {
-              float* out[8];
-              for (int64_t l = 0; l < 8; ++l) out[l] = y + (cb * L + half + l) * s.OH * s.OW;
-              depthwise::unpack8_avx2(yb + cb * s.OH * s.OW * L + half, L, out, s.OH * s.OW);
-            }
-        }
-#pragma omp for schedule(static)
-        for (int64_t row = 0; row < (narrow ? 0 : full * s.OH); ++row) {
-          const int64_t cb = row / s.OH, oh = row % s.OH;
-          for (int64_t half = 0; half < L; half += 8) {
-            float* out[8];
-            for (int64_t l = 0; l < 8; ++l) out[l] = y + ((cb * L + half + l) * s.OH + oh) * s.OW;
-            depthwise::unpack8_avx2(yb + row * s.OW * L + half, L, out, s.OW);
-          }
-        }
-#pragma omp for schedule(static)
-        for (int64_t plane = full * L * s.OH; plane < C * s.OH; ++plane) {
-          const int64_t c = plane / s.OH, oh = plane % s.OH, cb = c / L, l = c % L;
-          const float* in = yb + ((cb * s.OH + oh) * s.OW) * L + l;
-          float* out = y + plane * s.OW;
-          for (int64_t ow = 0; ow < s.OW; ++ow) out[ow] = in[ow * L];
+          for (int64_t row = narrow ? full * s.OH : 0; row < s.CB * s.OH; ++row)
+            unpack_row(y, row / s.OH, row % s.OH);
         }
       }
     }
