@@ -89,4 +89,26 @@ void kvec_pack_avx2(const float* src, int64_t src_stride, int rows, int64_t cols
   }
 }
 
+void kvec_store_avx2(const float* tile, int n, int lanes, int kvalid, float* y, int64_t y_stride) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int k8 = 0; k8 < kvalid; k8 += 8) {
+    const float* t = tile + (k8 / lanes) * n * lanes + k8 % lanes;
+    const int kn = std::min(8, kvalid - k8);
+    for (int j8 = 0; j8 < n; j8 += 8) {
+      const int jn = std::min(8, n - j8);
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i)
+        r[i] = i < jn ? _mm256_loadu_ps(t + (j8 + i) * lanes) : _mm256_setzero_ps();
+      transpose8x8_avx(r);
+      float* yj = y + k8 * y_stride + j8;
+      if (jn == 8) {
+        for (int c = 0; c < kn; ++c) _mm256_storeu_ps(yj + c * y_stride, r[c]);
+      } else {
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(jn), idx);
+        for (int c = 0; c < kn; ++c) _mm256_maskstore_ps(yj + c * y_stride, m, r[c]);
+      }
+    }
+  }
+}
+
 }  // namespace conv::kernels::direct

@@ -247,6 +247,11 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
         fns[pos.n](common, blk);
         const int64_t k0 = kb * kbl, kvalid = std::min(kbl, Kg - k0);
         float* yk = yn + (grp * Kg + k0) * g.OHW;
+        if (bl.mode != Blocking::Mode::wide) {  // positions contiguous in y
+          kvec_store_avx2(tile, pos.n, static_cast<int>(L), static_cast<int>(kvalid), yk + pos.y[0],
+                          g.OHW);
+          continue;
+        }
         for (int64_t k = 0; k < kvalid; ++k) {
           const float* t = tile + (k / L) * pos.n * L + k % L;
           float* yrow = yk + k * g.OHW;

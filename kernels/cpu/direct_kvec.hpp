@@ -51,6 +51,10 @@ KvecFn avx2_kvec(int kb, int nw, bool one_tap);
 /// The AVX-512 kernel, likewise; only call on a CPU with AVX-512F/BW/VL.
 KvecFn avx512_kvec(int kb, int nw, bool one_tap);
 
+/// Stores a kernel's tile of n consecutive positions to NCHW: y[k * y_stride + j] = the sum of
+/// channel k (< kvalid) at position j (< n), 8x8 AVX transposes; needs AVX2.
+void kvec_store_avx2(const float* tile, int n, int lanes, int kvalid, float* y, int64_t y_stride);
+
 /// Packs `rows` (<= kbl) rows of `cols` floats (row r at src + r*src_stride) transposed into
 /// dst[col * kbl + r], zero for rows >= `rows` (8x8 AVX transposes; needs AVX2).
 void kvec_pack_avx2(const float* src, int64_t src_stride, int rows, int64_t cols, int kbl,
