@@ -176,9 +176,9 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   if (a.workspace_size < need || !a.workspace)
     throw Error("workspace: cpu.direct_kvec " + config + " needs " + std::to_string(need) +
                 " bytes, got " + std::to_string(a.workspace ? a.workspace_size : 0));
-  if (!a.x || !a.y || (!a.w && !packed))
-    throw Error(
-        "x/w/y: cpu.direct_kvec needs non-null input, weights (or packed weights) and output");
+  if (!a.x) throw Error("x: cpu.direct_kvec: null input");
+  if (!a.y) throw Error("y: cpu.direct_kvec: null output");
+  if (!a.w && !packed) throw Error("w: cpu.direct_kvec: null weights and no packed weights");
 
   const Geometry& g = l.g;
   const Blocking& bl = l.b;
@@ -290,6 +290,7 @@ class DirectKvec final : public Algorithm {
   }
 
   std::vector<std::string> configs(const ConvProblem& p) const override {
+    if (cpu_isa() == CpuIsa::scalar) return {};
     const bool z = cpu_isa() == CpuIsa::avx512;
     const std::vector<KvecConfig> all =
         z ? std::vector<KvecConfig>{{2, true}, {4, true}, {3, true}, {1, true}}
