@@ -120,9 +120,15 @@ void print_explain(std::ostream& out, const TuneResult& r, double peak) {
       << "device    " << r.fingerprint << "\n"
       << "peak      " << (peak > 0 ? fmt(peak, 1) + " GFLOP/s (measured FMA peak)" : "unknown")
       << "\n"
-      << "checked   against the " << r.reference << "; rel error = max |y - y_ref| / (|bias| + "
-      << "sum|x*w|) per output, norm err = the same over the algorithm's error scale (adds the "
-      << "tile's magnitude for Winograd/FFT), rejected above bound\n\n";
+      << "checked   "
+      << (r.candidates.empty()
+              ? std::string("nothing: no algorithm is applicable or selected (below)")
+              : "against the " + r.reference +
+                    "; rel error = max |y - y_ref| / (|bias| + sum|x*w|) per "
+                    "output, norm err = the same over the algorithm's error "
+                    "scale (adds the tile's magnitude for Winograd/FFT), "
+                    "rejected above bound")
+      << "\n\n";
   char line[512];
   std::snprintf(line, sizeof line, "  %-24s %-16s %-9s %9s %9s %9s %8s %6s %8s %9s %9s %9s  %s\n",
                 "algorithm", "config", "status", "min ms", "median ms", "packed ms", "GFLOP/s",
@@ -155,7 +161,10 @@ void print_explain(std::ostream& out, const TuneResult& r, double peak) {
         << (r.noisy ? "; noisy: a candidate was only measured under load and might be faster" : "")
         << "\n";
   } else {
-    out << "winner (one-shot): none: no candidate was measured correct\n";
+    out << "winner (one-shot): none: "
+        << (r.candidates.empty() ? "no algorithm is applicable or selected"
+                                 : "no candidate was measured correct")
+        << "\n";
   }
   if (r.packed_winner >= 0) {
     const auto& w = r.candidates[r.packed_winner];
