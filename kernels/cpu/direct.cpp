@@ -367,12 +367,7 @@ class Direct final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem& p) const override {
-    // The padded, phase-split input view is C x about (H + pads) x (W + pads) floats; with
-    // padding near 2^31 on both sides that count leaves int64 (valid problems may have it).
-    const long double Hp = static_cast<long double>(p.H) + p.pad_top + p.pad_bottom;
-    const long double Wp = static_cast<long double>(p.W) + p.pad_left + p.pad_right;
-    const long double view_bytes = 4.0L * p.C * 2 * (Hp + 1) * 2 * (Wp + 1);
-    if (view_bytes > 0x1p58L)
+    if (!direct::view_fits(p))
       return Applicability::no("the padded input view would need more than 2^58 bytes");
     return Applicability::yes();
   }

@@ -36,12 +36,12 @@ namespace direct {
 
 namespace {
 
-// One block of positions: view offset of position 0, and where each position is stored in the
-// output plane (-1: an unused view column, wide mode).
+// One block of positions: view offset of position 0, and where position 0 is stored in the
+// output plane; in wide mode, where each position is (-1: an unused view column).
 struct PosBlock {
-  int64_t x = 0;
+  int64_t x = 0, y0 = 0;
   int n = 0;
-  int64_t y[32];
+  int64_t y[32];  // wide mode only
 };
 
 // How the output plane is cut into blocks.
@@ -83,14 +83,14 @@ void block_pos(const Geometry& g, const Blocking& b, int64_t i, PosBlock* out) {
     case Blocking::Mode::flat: {
       out->x = i * b.nw;
       out->n = static_cast<int>(std::min(b.nw, g.OHW - out->x));
-      for (int j = 0; j < out->n; ++j) out->y[j] = out->x + j;
+      out->y0 = out->x;
       return;
     }
     case Blocking::Mode::rows: {
       const int64_t oh = i / b.per_row, ow = (i % b.per_row) * b.nw;
       out->x = oh * g.row_step + ow;
       out->n = static_cast<int>(std::min(b.nw, g.OW - ow));
-      for (int j = 0; j < out->n; ++j) out->y[j] = oh * g.OW + ow + j;
+      out->y0 = oh * g.OW + ow;
       return;
     }
     case Blocking::Mode::wide: {
@@ -232,7 +232,7 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
       }
       const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
       const int64_t begin = tasks * tid / nth, end = tasks * (tid + 1) / nth;
-      alignas(64) float tile[4 * 16 * 28];
+      alignas(64) float tile[16 * 28];  // kb * lanes * max_nw is at most 448 for every config
       PosBlock pos;
       KvecBlock blk;
       blk.tile = tile;
@@ -248,7 +248,7 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
         const int64_t k0 = kb * kbl, kvalid = std::min(kbl, Kg - k0);
         float* yk = yn + (grp * Kg + k0) * g.OHW;
         if (bl.mode != Blocking::Mode::wide) {  // positions contiguous in y
-          kvec_store_avx2(tile, pos.n, static_cast<int>(L), static_cast<int>(kvalid), yk + pos.y[0],
+          kvec_store_avx2(tile, pos.n, static_cast<int>(L), static_cast<int>(kvalid), yk + pos.y0,
                           g.OHW);
           continue;
         }
@@ -280,9 +280,7 @@ class DirectKvec final : public Algorithm {
   Applicability applicable(const ConvProblem& p) const override {
     if (cpu_isa() == CpuIsa::scalar)
       return Applicability::no("needs AVX2 and FMA (the CPU or CONVTUNE_MAX_ISA has neither)");
-    const long double Hp = static_cast<long double>(p.H) + p.pad_top + p.pad_bottom;
-    const long double Wp = static_cast<long double>(p.W) + p.pad_left + p.pad_right;
-    if (4.0L * p.C * 2 * (Hp + 1) * 2 * (Wp + 1) > 0x1p58L)
+    if (!view_fits(p))
       return Applicability::no("the padded input view would need more than 2^58 bytes");
     if (configs(p).empty())
       return Applicability::no("fewer output channels per group than a vector of lanes fills");

@@ -28,6 +28,12 @@ void strided_row(const float* src, int64_t W, int64_t step, int64_t first, float
 
 }  // namespace
 
+bool view_fits(const ConvProblem& p) {
+  const long double Hp = static_cast<long double>(p.H) + p.pad_top + p.pad_bottom;
+  const long double Wp = static_cast<long double>(p.W) + p.pad_left + p.pad_right;
+  return 4.0L * p.C * 2 * (Hp + 1) * 2 * (Wp + 1) <= 0x1p58L;
+}
+
 Geometry make_geometry(const ConvProblem& p, int lanes, int band) {
   Geometry g;
   g.lanes = lanes;

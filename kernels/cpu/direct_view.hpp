@@ -56,6 +56,11 @@ struct Geometry {
   size_t band_floats = 0;  // band weights, groups x taps x band (band mode)
 };
 
+/// Whether the padded, phase-split view of `p` (about C x (H + pads) x (W + pads) floats) stays
+/// below 2^58 bytes: with padding near 2^31 on both sides its size leaves int64, and valid
+/// problems may have such padding.
+bool view_fits(const ConvProblem& p);
+
 /// The view for vectors of `lanes` positions (8 or 16), in band mode for `band` > 0 rows.
 Geometry make_geometry(const ConvProblem& p, int lanes, int band);
 /// Workspace bytes: alignment, tap offsets, view copy and band weights.

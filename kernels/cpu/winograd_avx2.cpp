@@ -480,8 +480,12 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
       const int64_t runs = (g.Cg + kWeightRun - 1) / kWeightRun;
       // A thread's U slice for one GEMM job: job_channels x C/g floats per point.
       const int64_t job_pstride = odd_lines(job_channels(s) * g.Cg), job_u = P * job_pstride;
-      if (wg && s.per_thread) {
-        // Every per-thread pass reads all of U: transform it first.
+      // One-shot with the tiles in one shared pass, and room for the threads' slices in the U
+      // region: the transform is fused into the GEMM jobs below. Otherwise every pass reads all
+      // of U, so it is transformed first.
+      const bool fused =
+          wg && !s.per_thread && g.chunk >= g.tiles && threads * job_u <= P * g.u_pstride;
+      if (wg && !fused) {
 #pragma omp for collapse(2) schedule(static)
         for (int64_t kb = 0; kb < kblocks; ++kb)
           for (int64_t r = 0; r < runs; ++r)
@@ -517,10 +521,10 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
             input_tiles<M>(p, g, xg, first, nt, gb * kGroupBlock,
                            std::min(tgroups, (gb + 1) * kGroupBlock), cb * kChannelBlock,
                            std::min(g.Cg, (cb + 1) * kChannelBlock), v, g.chunk_pad, g.v_pstride);
-        if (wg && first == 0 && nt == g.tiles && threads * job_u <= P * g.u_pstride) {
-          // One-shot, one pass: each job transforms its output channels' weights for every point
-          // into its thread's small slice of the U region, which its GEMMs then read from L2 and
-          // the next job overwrites there. All of U (P/9 times the weights) never goes to memory.
+        if (fused) {
+          // Each job transforms its output channels' weights for every point into its thread's
+          // small slice of the U region, which its GEMMs then read from L2 and the next job
+          // overwrites there. All of U (P/9 times the weights) never goes to memory.
           float* my_u = ug_fill + omp_get_thread_num() * job_u;
 #pragma omp for schedule(dynamic)
           for (int64_t kj = 0; kj < kjobs; ++kj) {
@@ -532,13 +536,6 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
               gemm_job(g, s, my_u, job_pstride, v, g.chunk_pad, g.v_pstride, mbuf, nt, pt, kj);
           }
         } else {
-          if (wg && first == 0) {
-#pragma omp for collapse(2) schedule(static)
-            for (int64_t kb = 0; kb < kblocks; ++kb)
-              for (int64_t r = 0; r < runs; ++r)
-                weight_run<M>(g, wg, kb, r * kWeightRun, ug_fill + kb * kBlockK * g.Cg,
-                              g.u_pstride);
-          }
 #pragma omp for collapse(2) schedule(dynamic)
           for (int64_t pt = 0; pt < P; ++pt)
             for (int64_t kj = 0; kj < kjobs; ++kj)
