@@ -434,6 +434,16 @@ std::string why_stored_winner_stale(const ConvProblem& p, Device::Kind kind, con
   if (!runnable)
     return "its winner " + w.algo_id + " " + w.config +
            " is no applicable algorithm and config of this build";
+  // A stored winner means every candidate of the build that stored it was measured; one this
+  // build adds (a new algorithm or config) could be faster.
+  for (const Algorithm* b : registry()) {
+    if (b->device() != kind || !b->applicable(p).ok) continue;
+    for (const auto& c : b->configs(p)) {
+      auto same = [&](const PerfCandidate& s) { return s.algo_id == b->id() && s.config == c; };
+      if (std::none_of(stored.begin(), stored.end(), same))
+        return std::string(b->id()) + " " + c + " was never measured (new in this build)";
+    }
+  }
   const auto stale = stale_algorithms(stored);
   if (stale.empty()) return "";
   std::string names;

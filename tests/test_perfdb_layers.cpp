@@ -225,6 +225,40 @@ TEST_CASE(
   CHECK(conv::stale_algorithms(db.candidates(fp, p3x3.key())).empty());
 }
 
+TEST_CASE("versions: an algorithm added since a winner was stored is measured; the rest reused") {
+  TempDir tmp;
+  const std::string user = tmp.file("user.sqlite");
+  tune_into(user, p3x3);
+  const std::string fp = conv::Device::cpu().fingerprint(2);
+  auto db = conv::PerfDb::open(user);
+  const auto winner = db.lookup(fp, p3x3.key());
+  REQUIRE(winner);
+  CHECK(conv::why_stored_winner_stale(p3x3, conv::Device::Kind::cpu, *winner,
+                                      db.candidates(fp, p3x3.key())) == "");
+  // As if the storing build lacked one algorithm that is not the winner: its rows are missing.
+  std::string added;
+  for (const auto& c : db.candidates(fp, p3x3.key()))
+    if (c.algo_id != winner->algo_id) added = c.algo_id;
+  REQUIRE_FALSE(added.empty());
+  sql(user, "DELETE FROM candidates WHERE algo = '" + added + "'");
+  const auto why = conv::why_stored_winner_stale(p3x3, conv::Device::Kind::cpu, *winner,
+                                                 db.candidates(fp, p3x3.key()));
+  CHECK_THAT(why, Catch::Contains(added) && Catch::Contains("never measured"));
+  CHECK(run_probe({conv::to_descriptor(p3x3), user, "db_only", "error"}) == 0);
+  auto o = quick_tune();
+  o.measured = db.candidates(fp, p3x3.key());
+  const auto r = conv::tune(p3x3, o);
+  for (const auto& c : r.candidates) {
+    INFO(c.algo_id << " " << c.config);
+    CHECK(c.from_perfdb == (c.algo_id != added));
+  }
+  conv::store_result(db, r);
+  const auto again = db.lookup(fp, p3x3.key());
+  REQUIRE(again);
+  CHECK(conv::why_stored_winner_stale(p3x3, conv::Device::Kind::cpu, *again,
+                                      db.candidates(fp, p3x3.key())) == "");
+}
+
 TEST_CASE("autotune db: export and import round-trip every row; check; merge refuses others") {
   TempDir tmp;
   const std::string a = tmp.file("a.sqlite");

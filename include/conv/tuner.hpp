@@ -156,8 +156,10 @@ std::vector<std::string> stale_algorithms(const std::vector<PerfCandidate>& stor
 
 /// Why a winner stored for `p` on a device of `kind` no longer stands ("" when it does): it is
 /// no applicable algorithm and config of this build (a database from elsewhere may name
-/// anything), or `stored` (its problem's candidates) holds measurements of another version
-/// (stale_algorithms). Shared by best_forward and `autotune tune`.
+/// anything), an applicable algorithm and config of this build (CONVTUNE_DISABLE respected) has
+/// no measurement in `stored` (its problem's candidates; e.g. an algorithm added since), or
+/// `stored` holds measurements of another version (stale_algorithms). Shared by best_forward and
+/// `autotune tune`.
 std::string why_stored_winner_stale(const ConvProblem& p, Device::Kind kind, const PerfWinner& w,
                                     const std::vector<PerfCandidate>& stored);
 
