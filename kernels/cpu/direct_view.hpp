@@ -47,11 +47,12 @@ struct Geometry {
   // (one output row, OH = 1) leaves the other phases empty and never read, and storing them
   // would make the view stride_h * stride_w planes large.
   int64_t Ph = 0, Pw = 0;
-  int64_t plane = 0;     // view floats per channel
-  int64_t row_step = 0;  // view floats between consecutive output rows (rows mode)
-  int64_t vpr = 0;       // vectors per output row (rows mode)
-  int64_t nvec = 0;      // vectors per output channel
-  int64_t taps = 0;      // steps per channel: R*S, or (R + band - 1)*S in band mode
+  int64_t plane = 0;       // view floats per channel (channel stride of the view)
+  int64_t plane_used = 0;  // of which the copy writes the first ones (copy)
+  int64_t row_step = 0;    // view floats between consecutive output rows (rows mode)
+  int64_t vpr = 0;         // vectors per output row (rows mode)
+  int64_t nvec = 0;        // vectors per output channel
+  int64_t taps = 0;        // steps per channel: R*S, or (R + band - 1)*S in band mode
   size_t tap_bytes = 0, copy_floats = 0;
   size_t band_floats = 0;  // band weights, groups x taps x band (band mode)
 };

@@ -1,12 +1,18 @@
 // cpu.im2col_gemm: Caffe's convolution (Jia et al., "Caffe", 2014; Chellapilla et al. 2006).
 // Per image and group, im2col unrolls the input into a (C/g*R*S) x (OH*OW) column matrix in the
-// workspace, then one BLIS sgemm multiplies the (K/g) x (C/g*R*S) weights by it; bias is written
+// workspace, then a BLIS sgemm multiplies the (K/g) x (C/g*R*S) weights by it; bias is written
 // into y first and the GEMM accumulates onto it (beta = 1). A 1x1 / stride 1 / pad 0 / dilation 1
 // problem is already a GEMM on the input: no im2col, no workspace.
+// Configs: "blis" lets BLIS thread one GEMM per image and group; "cols" and "rows" give each
+// thread its own block of output positions (columns; its im2col, bias fill and GEMM run back to
+// back on data in its own caches) or of output channels (rows of the weights), each a
+// single-threaded BLIS sgemm.
 // Cost: N*K*C/g*R*S*OH*OW FMAs in the GEMM plus N*C*R*S*OH*OW copies for im2col.
 // Workspace: C/g*R*S*OH*OW*4 bytes (0 for the 1x1 case).
 #include <blis.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "conv/algorithm.hpp"
@@ -20,30 +26,30 @@ bool is_pointwise(const ConvProblem& p) {
          p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
 }
 
-// Unrolls one group of one image: row (c, r, s) of `col` holds the input pixel each output
-// position reads through kernel tap (r, s) of channel c, or 0 where it reads padding.
-void im2col(const ConvProblem& p, const float* x, float* col, int threads) {
-  const int64_t OH = p.OH(), OW = p.OW();
-  const int64_t rows = p.Cg() * p.R * p.S;
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t row = 0; row < rows; ++row) {
-    const int64_t c = row / (p.R * p.S), r = row / p.S % p.R, s = row % p.S;
-    const float* xc = x + c * p.H * p.W;
-    float* out = col + row * OH * OW;
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      const int64_t ih = oh * p.stride_h - p.pad_top + r * p.dilation_h;
-      float* o = out + oh * OW;
-      if (ih < 0 || ih >= p.H) {
-        std::memset(o, 0, OW * sizeof(float));
-        continue;
-      }
+// Unrolls columns [j0, j1) (output positions) of one group of one image: row (c, r, s) of
+// `col` holds the input pixel each output position reads through kernel tap (r, s) of channel
+// c, or 0 where it reads padding.
+void im2col_row(const ConvProblem& p, const float* x, float* col, int64_t row, int64_t j0,
+                int64_t j1) {
+  const int64_t OW = p.OW();
+  const int64_t c = row / (p.R * p.S), r = row / p.S % p.R, s = row % p.S;
+  const float* xc = x + c * p.H * p.W;
+  float* out = col + row * p.OH() * OW;
+  const int64_t iw0 = s * p.dilation_w - p.pad_left;
+  for (int64_t j = j0; j < j1;) {
+    const int64_t oh = j / OW, ow0 = j % OW, ow1 = std::min(OW, ow0 + j1 - j);
+    const int64_t ih = oh * p.stride_h - p.pad_top + r * p.dilation_h;
+    float* o = out + oh * OW;
+    if (ih < 0 || ih >= p.H) {
+      std::memset(o + ow0, 0, (ow1 - ow0) * sizeof(float));
+    } else {
       const float* xr = xc + ih * p.W;
-      const int64_t iw0 = s * p.dilation_w - p.pad_left;
-      for (int64_t ow = 0; ow < OW; ++ow) {
+      for (int64_t ow = ow0; ow < ow1; ++ow) {
         const int64_t iw = iw0 + ow * p.stride_w;
         o[ow] = (iw >= 0 && iw < p.W) ? xr[iw] : 0.0f;
       }
     }
+    j += ow1 - ow0;
   }
 }
 
@@ -57,7 +63,9 @@ class Im2colGemm final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem&) const override { return Applicability::yes(); }
-  std::vector<std::string> configs(const ConvProblem&) const override { return {"blis"}; }
+  std::vector<std::string> configs(const ConvProblem&) const override {
+    return {"blis", "cols", "rows"};
+  }
 
   size_t workspace_bytes(const ConvProblem& p, const std::string&) const override {
     if (is_pointwise(p)) return 0;
@@ -66,11 +74,34 @@ class Im2colGemm final : public Algorithm {
 
   void forward(const ConvProblem& p, const std::string& config,
                const ForwardArgs& a) const override {
-    if (config != "blis")
-      throw Error("config: cpu.im2col_gemm has only \"blis\", got \"" + config + "\"");
+    if (config != "blis" && config != "cols" && config != "rows")
+      throw Error("config: cpu.im2col_gemm has \"blis\", \"cols\" and \"rows\", got \"" + config +
+                  "\"");
     if (a.workspace_size < workspace_bytes(p, config))
       throw Error("workspace: cpu.im2col_gemm needs " + std::to_string(workspace_bytes(p, config)) +
                   " bytes, got " + std::to_string(a.workspace_size));
+    if (config == "blis")
+      blis_threaded(p, a);
+    else
+      split(p, a, config == "cols");
+  }
+
+ private:
+  // C (Kg x OHW, row stride OHW) = bias + A (Kg x CRS) * B (CRS x OHW, row stride OHW), rows
+  // [k0, k1) and columns [j0, j1) only, with `rntm`'s threads.
+  static void gemm(const ConvProblem& p, const float* w, const float* b, const float* rhs, float* y,
+                   int64_t k0, int64_t k1, int64_t j0, int64_t j1, rntm_t* rntm) {
+    const int64_t OHW = p.OH() * p.OW(), CRS = p.Cg() * p.R * p.S;
+    if (k1 <= k0 || j1 <= j0) return;
+    for (int64_t k = k0; k < k1; ++k) std::fill(y + k * OHW + j0, y + k * OHW + j1, b ? b[k] : 0.f);
+    float one = 1.0f;
+    // BLIS takes non-const operands but does not write A or B.
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, k1 - k0, j1 - j0, CRS, &one,
+                 const_cast<float*>(w + k0 * CRS), CRS, 1, const_cast<float*>(rhs + j0), OHW, 1,
+                 &one, y + k0 * OHW + j0, OHW, 1, nullptr, rntm);
+  }
+
+  static void blis_threaded(const ConvProblem& p, const ForwardArgs& a) {
     const int64_t OHW = p.OH() * p.OW(), Kg = p.Kg(), Cg = p.Cg(), CRS = Cg * p.R * p.S;
     float* col = static_cast<float*>(a.workspace);
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
@@ -78,22 +109,53 @@ class Im2colGemm final : public Algorithm {
     for (int64_t n = 0; n < p.N; ++n) {
       for (int64_t g = 0; g < p.groups; ++g) {
         const float* x = a.x + (n * p.C + g * Cg) * p.H * p.W;
-        float* y = a.y + (n * p.K + g * Kg) * OHW;
-        const float* w = a.w + g * Kg * CRS;
-        const float* b = a.bias ? a.bias + g * Kg : nullptr;
         const float* rhs = x;
         if (!is_pointwise(p)) {
-          im2col(p, x, col, a.threads);
+#pragma omp parallel for schedule(static) num_threads(a.threads)
+          for (int64_t row = 0; row < CRS; ++row) im2col_row(p, x, col, row, 0, OHW);
           rhs = col;
         }
-#pragma omp parallel for schedule(static) num_threads(a.threads)
-        for (int64_t k = 0; k < Kg; ++k)
-          for (int64_t i = 0; i < OHW; ++i) y[k * OHW + i] = b ? b[k] : 0.0f;
-        float one = 1.0f;
-        // BLIS takes non-const operands but does not write A or B.
-        bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, Kg, OHW, CRS, &one,
-                     const_cast<float*>(w), CRS, 1, const_cast<float*>(rhs), OHW, 1, &one, y, OHW,
-                     1, nullptr, &rntm);
+        gemm(p, a.w + g * Kg * CRS, a.bias ? a.bias + g * Kg : nullptr, rhs,
+             a.y + (n * p.K + g * Kg) * OHW, 0, Kg, 0, OHW, &rntm);
+      }
+    }
+  }
+
+  // Each thread one block of columns (by_cols) or rows of every image and group's GEMM; the
+  // im2col of a column block is its thread's own, so a rows split shares it behind a barrier.
+  static void split(const ConvProblem& p, const ForwardArgs& a, bool by_cols) {
+    const int64_t OHW = p.OH() * p.OW(), Kg = p.Kg(), Cg = p.Cg(), CRS = Cg * p.R * p.S;
+    float* col = static_cast<float*>(a.workspace);
+#pragma omp parallel num_threads(a.threads)
+    {
+      const int t = omp_get_thread_num(), T = omp_get_num_threads();
+      rntm_t rntm = BLIS_RNTM_INITIALIZER;
+      bli_rntm_set_num_threads(1, &rntm);
+      // Blocks of whole 16-float vectors so no two threads write one cache line of y.
+      auto block = [&](int64_t n, int64_t unit) {
+        const int64_t units = (n + unit - 1) / unit;
+        return std::pair<int64_t, int64_t>{std::min(n, units * t / T * unit),
+                                           std::min(n, units * (t + 1) / T * unit)};
+      };
+      const auto [j0, j1] = by_cols ? block(OHW, 16) : std::pair<int64_t, int64_t>{0, OHW};
+      const auto [k0, k1] = by_cols ? std::pair<int64_t, int64_t>{0, Kg} : block(Kg, 1);
+      for (int64_t n = 0; n < p.N; ++n) {
+        for (int64_t g = 0; g < p.groups; ++g) {
+          const float* x = a.x + (n * p.C + g * Cg) * p.H * p.W;
+          const float* rhs = x;
+          if (!is_pointwise(p)) {
+            if (by_cols) {
+              for (int64_t row = 0; row < CRS; ++row) im2col_row(p, x, col, row, j0, j1);
+            } else {
+#pragma omp barrier
+#pragma omp for schedule(static)
+              for (int64_t row = 0; row < CRS; ++row) im2col_row(p, x, col, row, 0, OHW);
+            }
+            rhs = col;
+          }
+          gemm(p, a.w + g * Kg * CRS, a.bias ? a.bias + g * Kg : nullptr, rhs,
+               a.y + (n * p.K + g * Kg) * OHW, k0, k1, j0, j1, &rntm);
+        }
       }
     }
   }
