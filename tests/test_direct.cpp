@@ -4,6 +4,7 @@
 // Tolerance: exact_order_error_bound (16u*sqrt(C/g*R*S) + 8u relative to sum|x*w| per output).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -11,19 +12,25 @@
 #include "conv/algorithm.hpp"
 #include "conv/error.hpp"
 #include "cpu/direct.hpp"
+#include "cpu/direct_view.hpp"
 #include "support.hpp"
 
 namespace {
 
 using conv::kernels::direct::Config;
 
-// Every instantiated block that can run `p` (band blocks only run depthwise stride_h 1 ones).
+// Every instantiated block that can run `p` (band blocks only run depthwise stride_h 1 ones),
+// and its "_aligned" variant where that reads the input differently.
 std::vector<std::string> all_config_names(const conv::ConvProblem& p) {
   int n = 0;
   const Config* c = conv::kernels::direct::all_configs(&n);
   std::vector<std::string> names;
-  for (int i = 0; i < n; ++i)
-    if (conv::kernels::direct::config_applies(p, c[i])) names.push_back(c[i].name());
+  for (int i = 0; i < n; ++i) {
+    if (!conv::kernels::direct::config_applies(p, c[i])) continue;
+    names.push_back(c[i].name());
+    if (!c[i].band && conv::kernels::direct::aligned_copy_optional(p, c[i].lanes()))
+      names.push_back(c[i].name() + "_aligned");
+  }
   return names;
 }
 
@@ -176,6 +183,19 @@ TEST_CASE("cpu.direct offers valid configs and rejects bad configs and short wor
   CHECK(conv::kernels::direct::parse_config(big.front()).band);
 
   CHECK_THROWS_WITH(algo.workspace_bytes(p, "oc5ow24"), Catch::Contains("config"));
+  // 1x1 planes that are not whole cache lines: in place and aligned copies are both offered.
+  const auto odd = algo.configs(conv::parse_descriptor("mb1ic64ih14iw14oc64kh1kw1"));
+  const auto even = algo.configs(conv::parse_descriptor("mb1ic64ih16iw16oc64kh1kw1"));
+  for (const auto& c : odd) {
+    const auto parsed = conv::kernels::direct::parse_config(c);
+    CHECK(parsed.name() == c);
+    if (!parsed.aligned) CHECK(std::find(odd.begin(), odd.end(), c + "_aligned") != odd.end());
+  }
+  CHECK(odd.size() == 2 * even.size());
+  for (const auto& c : even) CHECK(c.find("_aligned") == std::string::npos);
+  for (const char* bad : {"_aligned", "oc8ow48_aligned_avx512", "oh4ow24_aligned",
+                          "oc4ow24_aligned_aligned", "oc4ow24aligned", "oc4ow24_avx512x"})
+    CHECK_THROWS_WITH(conv::kernels::direct::parse_config(bad), Catch::Contains("config"));
   CHECK_THROWS_WITH(algo.packed_weights_bytes(p, "bogus"), Catch::Contains("config"));
 
   conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());

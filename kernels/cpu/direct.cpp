@@ -161,7 +161,7 @@ bool cpu_has(BlockIsa isa) {
 
 std::string Config::name() const {
   return (band ? "oh" : "oc") + std::to_string(oc) + "ow" + std::to_string(vecs * lanes()) +
-         (isa == BlockIsa::avx512 ? "_avx512" : "");
+         (isa == BlockIsa::avx512 ? "_avx512" : "") + (aligned ? "_aligned" : "");
 }
 
 int Config::lanes() const {
@@ -183,13 +183,18 @@ const Config* all_configs(int* count) {
 }
 
 Config parse_config(const std::string& text) {
-  // "oc" | "oh", block rows, "ow", output positions, optional "_avx512"; parsed without
-  // allocating, as forward() does this on every call.
+  // "oc" | "oh", block rows, "ow", output positions, optional "_avx512", optional "_aligned";
+  // parsed without allocating, as forward() does this on every call.
+  static constexpr char kAligned[] = "_aligned";
+  constexpr size_t kAlignedLen = sizeof(kAligned) - 1;
+  const bool aligned = text.size() > kAlignedLen &&
+                       text.compare(text.size() - kAlignedLen, kAlignedLen, kAligned) == 0;
+  const size_t end = text.size() - (aligned ? kAlignedLen : 0);
   size_t i = 2;
   auto number = [&](int* v) {
     const size_t start = i;
     *v = 0;
-    while (i < text.size() && i - start < 4 && text[i] >= '0' && text[i] <= '9')
+    while (i < end && i - start < 4 && text[i] >= '0' && text[i] <= '9')
       *v = *v * 10 + (text[i++] - '0');
     return i > start && text[start] != '0';
   };
@@ -197,17 +202,21 @@ Config parse_config(const std::string& text) {
   const bool band = text.compare(0, 2, "oh") == 0;
   bool ok = (band || text.compare(0, 2, "oc") == 0) && number(&rows) &&
             text.compare(i, 2, "ow") == 0 && (i += 2, number(&positions));
-  const bool zmm = ok && text.compare(i, std::string::npos, "_avx512") == 0;
-  ok = ok && (zmm || i == text.size());
+  const bool zmm = ok && end - i == 7 && text.compare(i, 7, "_avx512") == 0;
+  ok = ok && (zmm || i == end) && !(aligned && band);
   const int lanes = zmm ? 16 : 8;
   if (ok && positions % lanes == 0)
     for (const Config& c : kConfigs)
       if (c.band == band && c.oc == rows && c.vecs * lanes == positions &&
-          (c.isa == BlockIsa::avx512) == zmm)
-        return c;
+          (c.isa == BlockIsa::avx512) == zmm) {
+        Config out = c;
+        out.aligned = aligned;
+        return out;
+      }
   std::string known;
   for (const Config& c : kConfigs) known += (known.empty() ? "" : ", ") + c.name();
-  throw Error("config: cpu.direct has no config \"" + text + "\" (known: " + known + ")");
+  throw Error("config: cpu.direct has no config \"" + text + "\" (known: " + known +
+              "; each oc block also with \"_aligned\")");
 }
 
 void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& a, bool simd) {
@@ -215,7 +224,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   if (!config_applies(p, cfg))
     throw Error("config: cpu.direct " + config +
                 " (a band block) needs a depthwise problem with stride_h = dilation_h = 1");
-  const Geometry g = make_geometry(p, cfg.lanes(), cfg.band ? cfg.oc : 0);
+  const Geometry g = make_geometry(p, cfg.lanes(), cfg.band ? cfg.oc : 0, cfg.aligned);
   const size_t need = workspace_for(g);
   if (a.workspace_size < need || !a.workspace)
     throw Error("workspace: cpu.direct " + config + " needs " + std::to_string(need) +
@@ -363,7 +372,8 @@ namespace {
 class Direct final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.direct"; }
-  std::string version() const override { return "1"; }
+  // 2: 1x1 planes that are not whole cache lines are read in place unless "_aligned".
+  std::string version() const override { return "2"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem& p) const override {
@@ -419,12 +429,18 @@ class Direct final : public Algorithm {
       else
         out = {"oc2ow48", "oc1ow96"};
     }
+    // 1x1 planes of 7x7 or 14x14 read in place or from aligned copies: which is faster depends
+    // on the CPU (direct_view.hpp), so both are candidates.
+    if (direct::aligned_copy_optional(p, z ? 16 : 8)) {
+      const size_t n = out.size();
+      for (size_t i = 0; i < n; ++i) out.push_back(out[i] + "_aligned");
+    }
     return out;
   }
 
   size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     const direct::Config c = direct::parse_config(config);
-    return direct::workspace_for(direct::make_geometry(p, c.lanes(), c.band ? c.oc : 0));
+    return direct::workspace_for(direct::make_geometry(p, c.lanes(), c.band ? c.oc : 0, c.aligned));
   }
 
   void forward(const ConvProblem& p, const std::string& config,

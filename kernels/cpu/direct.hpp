@@ -25,11 +25,14 @@ enum class BlockIsa { avx2, avx512 };
 /// Band blocks ("oh<oc>ow...") hold `oc` consecutive output rows of one depthwise channel
 /// instead of `oc` output channels: one input row load then feeds every output row it reaches
 /// (weights laid out as a zero-padded band), for large depthwise kernels.
+/// A "_aligned" suffix reads a 1x1 input from cache-line-aligned plane copies instead of in
+/// place (direct_view.hpp: aligned_copy_optional).
 struct Config {
   int oc = 4;
   int vecs = 3;
   BlockIsa isa = BlockIsa::avx2;
   bool band = false;
+  bool aligned = false;
   int lanes() const;  ///< 8 (AVX2) or 16 (AVX-512)
   std::string name() const;
 };

@@ -114,7 +114,7 @@ struct Layout {
 
 Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
   Layout l;
-  l.g = make_geometry(p, c.lanes(), 0);
+  l.g = make_geometry(p, c.lanes(), 0, c.aligned);
   l.b = make_blocking(l.g, c.max_nw());
   l.kbl = c.kb * c.lanes();
   l.nkb = ceil_div(p.Kg(), l.kbl);
@@ -150,17 +150,19 @@ int KvecConfig::max_nw() const {
 }
 
 std::string KvecConfig::name() const {
-  return "oc" + std::to_string(kb * lanes()) + (zmm ? "_avx512" : "");
+  return "oc" + std::to_string(kb * lanes()) + (zmm ? "_avx512" : "") + (aligned ? "_aligned" : "");
 }
 
 KvecConfig parse_kvec_config(const std::string& text) {
-  for (int z = 0; z < 2; ++z)
-    for (int kb = 1; kb <= (z ? 4 : 3); ++kb) {
-      const KvecConfig c{kb, z == 1};
-      if (c.name() == text) return c;
-    }
+  for (int aligned = 0; aligned < 2; ++aligned)
+    for (int z = 0; z < 2; ++z)
+      for (int kb = 1; kb <= (z ? 4 : 3); ++kb) {
+        const KvecConfig c{kb, z == 1, aligned == 1};
+        if (c.name() == text) return c;
+      }
   throw Error("config: cpu.direct_kvec has no config \"" + text +
-              "\" (known: oc8, oc16, oc24, oc16_avx512, oc32_avx512, oc48_avx512, oc64_avx512)");
+              "\" (known: oc8, oc16, oc24, oc16_avx512, oc32_avx512, oc48_avx512, oc64_avx512, "
+              "each also with \"_aligned\")");
 }
 
 namespace {
@@ -273,7 +275,8 @@ bool little_waste(const ConvProblem& p, const KvecConfig& c) {
 class DirectKvec final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.direct_kvec"; }
-  std::string version() const override { return "1"; }
+  // 2: 1x1 planes that are not whole cache lines are read in place unless "_aligned".
+  std::string version() const override { return "2"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 
@@ -296,6 +299,11 @@ class DirectKvec final : public Algorithm {
     std::vector<std::string> out;
     for (const KvecConfig& c : all)
       if (little_waste(p, c)) out.push_back(c.name());
+    // As cpu.direct: in place or aligned copies of 1x1 planes is the tuner's choice.
+    if (aligned_copy_optional(p, z ? 16 : 8)) {
+      const size_t n = out.size();
+      for (size_t i = 0; i < n; ++i) out.push_back(out[i] + "_aligned");
+    }
     return out;
   }
 

@@ -11,9 +11,12 @@ namespace conv::kernels::direct {
 /// A register block of cpu.direct_kvec: `kb` vectors of `lanes` consecutive output channels x up
 /// to max_nw() output positions. Written "oc<kb*lanes>" for AVX2 (ymm, 8 lanes), e.g. "oc16"
 /// = 2 ymm of channels x 6 positions, and "oc<kb*lanes>_avx512" for AVX-512 (zmm, 16 lanes).
+/// A "_aligned" suffix reads a 1x1 input from cache-line-aligned plane copies instead of in
+/// place (direct_view.hpp: aligned_copy_optional).
 struct KvecConfig {
   int kb = 2;
   bool zmm = false;
+  bool aligned = false;
   int lanes() const { return zmm ? 16 : 8; }
   /// Positions per block: accumulators kb*nw, kb weight vectors and a broadcast fit the
   /// register file (16 ymm or 32 zmm).
