@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <set>
+#include <algorithm>
 #include <string>
 
 #include "conv/algorithm.hpp"
@@ -109,4 +110,40 @@ TEST_CASE("cpu.depthwise on narrow images (whole-plane transposes): every paddin
     }
   }
   CHECK(checked >= 6);
+}
+
+TEST_CASE("cpu.depthwise 3-column rows: blocks of 8, 4 and 1 positions, stride 1 and 2") {
+  // The 3-column kernel rows are specialised for stride_w 1 and 2 in blocks of 8, 4 and 1
+  // output positions: output widths 1-13 and 29 cover every mix of block tails; other strides,
+  // dilated columns and other widths take the generic loop (checked alongside).
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.depthwise");
+  int checked = 0;
+  struct Kernel {
+    const char* text;
+    int width, stride;  // dilated kernel width; a fixed column stride, or 0 for 1 and 2
+  };
+  for (const Kernel& kernel :
+       {Kernel{"kh3kw3", 3, 0}, Kernel{"kh2kw3", 3, 0}, Kernel{"kh3kw3sw3", 3, 3},
+        Kernel{"kh3kw3dw1", 5, 0}, Kernel{"kh3kw5", 5, 0}})
+    for (int ow : {1, 3, 4, 5, 8, 9, 12, 13, 29})
+      for (int sw : {1, 2}) {
+        if (kernel.stride && sw == 2) continue;
+        const int stride = kernel.stride ? kernel.stride : sw;
+        // With one column of padding each side: OW = (iw + 2 - width) / stride + 1 = ow.
+        const int iw = std::max(1, (ow - 1) * stride + kernel.width - 2);
+        const std::string d = "g17mb1ic17ih6iw" + std::to_string(iw) + "oc17" + kernel.text +
+                              (kernel.stride ? "" : "sw" + std::to_string(sw)) + "ph1pw1n\"rows\"";
+        const conv::ConvProblem p = conv::parse_descriptor(d);
+        CHECK(p.OW() == ow);
+        convtest::ReferenceCase ref(p, 11 + ow);
+        for (const std::string& config : algo.configs(p)) {
+          const auto r = ref.check(algo, config, false);
+          INFO(d << " OW " << p.OW() << " " << config << ": max error " << r.max_error << " bound "
+                 << r.bound << "; " << r.where);
+          CHECK(r.nonfinite == 0);
+          CHECK(r.max_error <= r.bound);
+          ++checked;
+        }
+      }
+  CHECK(checked >= 80);
 }

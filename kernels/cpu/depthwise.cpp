@@ -1,10 +1,12 @@
 // cpu.depthwise: depthwise convolution (groups = C = K) vectorised over channels, as oneDNN's
 // jit_uni_dw_conv does (nChw8c / nChw16c): per image, the NCHW input is copied into a
 // zero-padded channel-blocked layout [C/lanes][Hp][Wp][lanes], every output row of every block
-// is a run of vector FMAs over the R x S taps (four output positions per weight load), and the
-// blocked output is transposed back to NCHW. The copies are part of every call, so the one-shot
-// time is the whole cost. With at least 4 blocks per thread, a thread takes each of its blocks
-// through all steps while the block is in cache, without barriers between the steps. Configs: "c8" (AVX2 8-lane vectors, portable loop without AVX2) and
+// is a run of vector FMAs over the R x S taps (3-column kernels at stride 1 or 2: blocks of 8
+// output positions, each input vector loaded once per kernel row; else four positions per
+// weight load), and the blocked output is transposed back to NCHW. The copies are part of every
+// call, so the one-shot time is the whole cost. With at least 4 blocks per thread, a thread
+// takes each of its blocks through all steps while the block is in cache, without barriers
+// between the steps. Configs: "c8" (AVX2 8-lane vectors, portable loop without AVX2) and
 // "c16_avx512". Any stride, dilation and padding; N any.
 // Cost: N*C*R*S*OH*OW FMAs, plus one pass over x and y for the layout copies.
 // Workspace: floats for the blocked input (C8*Hp*Wp), output (C8*OH*OW) and weights (C8*R*S),
