@@ -11,26 +11,11 @@ layer our best own CUDA kernel against the best cuDNN algorithm, then the seed s
 the CPU and GPU winners side by side, and last, per layer, each own CUDA algorithm's best config
 against cuDNN's best algorithm. Exits 1 when a file cannot be read or holds no layers.
 """
-import json
 import math
 import re
 import sys
 
-
-def load_layers(path):
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        sys.exit(f"gpu_table.py: cannot read {path}: {e}")
-    if isinstance(data, dict):
-        for key in ("layers", "problems", "results"):
-            if isinstance(data.get(key), list):
-                return data[key]
-        return [data]
-    if not isinstance(data, list) or not data:
-        sys.exit(f"gpu_table.py: {path}: expected a JSON array of tuned layers")
-    return data
+from tune_json import load_layers
 
 
 def is_ok(c):

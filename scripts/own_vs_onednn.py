@@ -14,29 +14,17 @@ and >= 1.3 as the geometric mean), and the own kernel's % of the measured FMA pe
 convolution FLOPs / time / peak_gflops). --path packed compares packed-weights times (what a
 Plan pays). Exits 1 when a file cannot be read or no layer has both an own and a oneDNN time.
 """
-import json
 import math
 import sys
 
-
-def load(path):
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        sys.exit(f"own_vs_onednn.py: cannot read {path}: {e}")
-    if isinstance(data, dict):
-        data = [data]
-    if not isinstance(data, list):
-        sys.exit(f"own_vs_onednn.py: {path}: expected a JSON array of explained layers")
-    return data
+from tune_json import load_layers
 
 
 def merge(files, field):
     """key -> {name, gflop, peak, best: {(algo, config): ms}} over all files."""
     layers = {}
     for path in files:
-        for layer in load(path):
+        for layer in load_layers(path):
             key = layer.get("key")
             if not key:
                 continue
