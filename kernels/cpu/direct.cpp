@@ -262,6 +262,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   common.taps = T;
   common.tap = tap;
   common.x_channel_stride = g.plane;
+  common.prefetch_ahead = prefetch_ahead(p, g);
   common.y_k_stride = g.band ? g.OW : g.OHW;
   common.bias_stride = g.band ? 0 : 1;
   common.lanes = g.lanes;

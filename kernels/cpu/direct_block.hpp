@@ -75,15 +75,15 @@ void direct_block(const BlockCommon& c, const Block& b) {
       step<V, OC, NV>(acc, xp, xo, wp, wo);
     }
   } else {
-    const int64_t taps = c.taps, wts = c.w_tap_stride;
+    const int64_t taps = c.taps, wts = c.w_tap_stride, ahead = c.prefetch_ahead;
     const int64_t* tap = c.tap;
     for (int64_t ch = 0; ch < channels; ++ch) {
       int64_t wo = 0;
       for (int64_t t = 0; t < taps; ++t, wo += wts) {
         const int64_t xo = tap[t];
-        // The next channel's rows for this tap (see direct_kvec_block.hpp).
-        _mm_prefetch(reinterpret_cast<const char*>(xp[0] + xo + xcs), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(xp[NV - 1] + xo + xcs + V::lanes - 1),
+        // A later channel's rows for this tap (see direct_kvec_block.hpp).
+        _mm_prefetch(reinterpret_cast<const char*>(xp[0] + xo + ahead), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(xp[NV - 1] + xo + ahead + V::lanes - 1),
                      _MM_HINT_T0);
         step<V, OC, NV>(acc, xp, xo, wp, wo);
       }

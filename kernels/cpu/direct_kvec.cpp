@@ -212,6 +212,7 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   common.taps = T;
   common.tap = tap;
   common.x_channel_stride = g.plane;
+  common.prefetch_ahead = prefetch_ahead(p, g);
 
   const int64_t per_group = l.nkb * bl.count, tasks = p.groups * per_group;
   for (int64_t n = 0; n < p.N; ++n) {

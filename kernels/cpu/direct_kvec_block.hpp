@@ -41,7 +41,7 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
   }
   const float* x = b.x;
   const float* w = b.w;
-  const int64_t channels = c.channels, xcs = c.x_channel_stride;
+  const int64_t channels = c.channels, xcs = c.x_channel_stride, ahead = c.prefetch_ahead;
   if constexpr (ONE_TAP) {
     for (int64_t ch = 0; ch < channels; ++ch, x += xcs, w += KB * L)
       kvec_step<V, KB, NW>(acc, x, w);
@@ -50,12 +50,12 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
     const int64_t* tap = c.tap;
     for (int64_t ch = 0; ch < channels; ++ch, x += xcs)
       for (int64_t t = 0; t < taps; ++t, w += KB * L) {
-        // The next channel's input for this tap: the view's phase planes and channel planes
+        // A later channel's input for this tap: the view's phase planes and channel planes
         // are too far apart for the hardware prefetchers.
         const float* xt = x + tap[t];
-        _mm_prefetch(reinterpret_cast<const char*>(xt + xcs), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(xt + ahead), _MM_HINT_T0);
         if constexpr (NW > 8)
-          _mm_prefetch(reinterpret_cast<const char*>(xt + xcs + NW - 1), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(xt + ahead + NW - 1), _MM_HINT_T0);
         kvec_step<V, KB, NW>(acc, xt, w);
       }
   }
