@@ -432,10 +432,7 @@ class Direct final : public Algorithm {
     }
     // 1x1 planes of 7x7 or 14x14 read in place or from aligned copies: which is faster depends
     // on the CPU (direct_view.hpp), so both are candidates.
-    if (direct::aligned_copy_optional(p, z ? 16 : 8)) {
-      const size_t n = out.size();
-      for (size_t i = 0; i < n; ++i) out.push_back(out[i] + "_aligned");
-    }
+    direct::append_aligned_configs(p, z ? 16 : 8, &out);
     return out;
   }
 

@@ -110,6 +110,7 @@ struct Layout {
   Geometry g;
   Blocking b;
   int64_t kbl = 0, nkb = 0;
+  int64_t block_floats = 0;  // packed weights of one output-channel block: C/g*R*S*kbl
   size_t packed_floats = 0, bias_floats = 0;
 };
 
@@ -119,7 +120,8 @@ Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
   l.b = make_blocking(l.g, c.max_nw());
   l.kbl = c.kb * c.lanes();
   l.nkb = ceil_div(p.Kg(), l.kbl);
-  l.packed_floats = static_cast<size_t>(p.groups * l.nkb * l.kbl * p.Cg() * p.R * p.S);
+  l.block_floats = p.Cg() * p.R * p.S * l.kbl;
+  l.packed_floats = static_cast<size_t>(p.groups * l.nkb * l.block_floats);
   l.bias_floats = static_cast<size_t>(p.groups * l.nkb * l.kbl);
   return l;
 }
@@ -204,7 +206,7 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   // its first use, into its own slice of the packed-weights buffer (one block, which stays in
   // its L2), instead of all threads packing every block first (a pass of the weights through
   // memory and a barrier; alexnet conv3-5 one-shot took 1.14-1.18x their packed time).
-  const int64_t block_floats = Cg * T * kbl;
+  const int64_t block_floats = l.block_floats;
   const bool pack_own =
       !packed && p.N == 1 && static_cast<size_t>(threads * block_floats) <= l.packed_floats;
   KvecCommon common;
@@ -317,10 +319,7 @@ class DirectKvec final : public Algorithm {
     for (const KvecConfig& c : all)
       if (little_waste(p, c)) out.push_back(c.name());
     // As cpu.direct: in place or aligned copies of 1x1 planes is the tuner's choice.
-    if (aligned_copy_optional(p, z ? 16 : 8)) {
-      const size_t n = out.size();
-      for (size_t i = 0; i < n; ++i) out.push_back(out[i] + "_aligned");
-    }
+    append_aligned_configs(p, z ? 16 : 8, &out);
     return out;
   }
 
@@ -346,7 +345,7 @@ class DirectKvec final : public Algorithm {
     float* out = static_cast<float*>(packed);
 #pragma omp parallel for schedule(static) num_threads(std::max(1, threads))
     for (int64_t gkb = 0; gkb < p.groups * l.nkb; ++gkb)
-      pack_block(p, l, w, gkb, out + gkb * p.Cg() * p.R * p.S * l.kbl);
+      pack_block(p, l, w, gkb, out + gkb * l.block_floats);
   }
 };
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace conv::kernels::direct {
 namespace {
@@ -26,6 +28,15 @@ void strided_row(const float* src, int64_t W, int64_t step, int64_t first, float
   std::fill(dst + hi, dst + n, 0.0f);
 }
 
+bool unpadded(const ConvProblem& p) {
+  return p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
+}
+
+// A 1x1 problem whose input plane is its output plane (stride 1, no padding).
+bool dense_1x1(const ConvProblem& p) {
+  return p.R == 1 && p.S == 1 && p.stride_h == 1 && p.stride_w == 1 && unpadded(p);
+}
+
 }  // namespace
 
 bool view_fits(const ConvProblem& p) {
@@ -36,8 +47,13 @@ bool view_fits(const ConvProblem& p) {
 
 bool aligned_copy_optional(const ConvProblem& p, int lanes) {
   const int64_t OHW = p.OH() * p.OW();
-  return p.R == 1 && p.S == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
-         p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && OHW >= lanes && OHW % 16 != 0;
+  return dense_1x1(p) && OHW >= lanes && OHW % 16 != 0;
+}
+
+void append_aligned_configs(const ConvProblem& p, int lanes, std::vector<std::string>* configs) {
+  if (!aligned_copy_optional(p, lanes)) return;
+  const size_t n = configs->size();
+  for (size_t i = 0; i < n; ++i) configs->push_back((*configs)[i] + "_aligned");
 }
 
 Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned) {
@@ -46,18 +62,16 @@ Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned) 
   g.band = band;
   g.OH = p.OH(), g.OW = p.OW(), g.OHW = g.OH * g.OW;
   g.taps = p.R * p.S;
-  const bool unpadded = p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
   if (p.R == 1 && p.S == 1 && !g.band) {
     g.flat = true;
     // In place when the plane is the output plane and the shifted last vector stays inside,
     // unless the config asks for aligned planes.
-    g.copy = !(unpadded && p.stride_h == 1 && p.stride_w == 1 && g.OHW >= lanes) ||
-             (aligned && aligned_copy_optional(p, lanes));
+    g.copy = !(dense_1x1(p) && g.OHW >= lanes) || (aligned && aligned_copy_optional(p, lanes));
     g.plane = g.copy ? g.OHW : p.H * p.W;
     g.nvec = ceil_div(g.OHW, lanes);
   } else {
     // A band block's last rows may lie past OH: they read past the view, into zeroed slack.
-    g.copy = g.band || !(unpadded && p.stride_w == 1 && g.OW >= lanes);
+    g.copy = g.band || !(unpadded(p) && p.stride_w == 1 && g.OW >= lanes);
     if (g.copy) {
       g.Hp = p.H + p.pad_top + p.pad_bottom;
       g.Wp = p.W + p.pad_left + p.pad_right;
@@ -132,8 +146,7 @@ void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v
       std::fill(v + c * g.plane + g.plane_used, v + (c + 1) * g.plane, 0.0f);
     std::fill(v + p.C * g.plane, v + g.copy_floats, 0.0f);
   }
-  if (g.flat && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 && p.pad_left == 0 &&
-      p.pad_bottom == 0 && p.pad_right == 0) {
+  if (g.flat && dense_1x1(p)) {
     // Stride 1, no padding: the copy only aligns the planes, so one run per channel.
 #pragma omp for schedule(static)
     for (int64_t c = 0; c < p.C; ++c)

@@ -15,6 +15,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "conv/problem.hpp"
 #include "direct.hpp"
@@ -72,6 +74,8 @@ Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned =
 /// copy is the tuner's choice: in place measured 10-40% faster on an AVX-512 Xeon (7x7 and
 /// 14x14 planes, both ISAs), the copy 4-35% faster on AMD Zen 3.
 bool aligned_copy_optional(const ConvProblem& p, int lanes);
+/// Appends each config of `configs` with "_aligned" where aligned_copy_optional(p, lanes).
+void append_aligned_configs(const ConvProblem& p, int lanes, std::vector<std::string>* configs);
 /// How far ahead of a tap's input (in floats) the kernels prefetch: the next channel's, or for
 /// a stride-phase view of 512 floats a channel and more, with 16 channels or more per group,
 /// the one after it (alternating runs, AVX-512: resnet50 res3_3x3_s2 0.85-0.90 -> 0.77-0.79 ms,
