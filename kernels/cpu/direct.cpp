@@ -152,6 +152,18 @@ int64_t chunk_channels(const ConvProblem& p, const Geometry& g, const Config& cf
   return ceil_div(p.Cg(), chunks);
 }
 
+// 1x1 (flat planes): how far ahead the kernel prefetches its input, 0 for not at all. Eight
+// channels ahead when consecutive channels lie 2 KiB and more apart (past the hardware stride
+// prefetchers) and a vector block's input over one chunk overflows a 32 KiB L1, so every
+// channel block re-reads it from L2 (alternating runs, AVX-512: resnet50 res2_1x1c 0.33 ->
+// 0.30 ms, res3_1x1a_first 0.66 -> 0.60 ms, res4_1x1a_first 0.62 -> 0.59 ms); on inputs that
+// stay in L1, or on 14x14 planes, the prefetches measured 2-7% slower.
+int64_t flat_prefetch_ahead(const Geometry& g, const Config& cfg, int64_t chunk_channels) {
+  const bool far = g.plane * sizeof(float) >= 2048;
+  const bool spills = chunk_channels * cfg.vecs * g.lanes * sizeof(float) > 32 * 1024;
+  return far && spills ? 8 * g.plane : 0;
+}
+
 bool cpu_has(BlockIsa isa) {
   const CpuIsa have = cpu_isa();
   return isa == BlockIsa::avx2 ? have != CpuIsa::scalar : have == CpuIsa::avx512;
@@ -262,7 +274,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   common.taps = T;
   common.tap = tap;
   common.x_channel_stride = g.plane;
-  common.prefetch_ahead = prefetch_ahead(p, g);
+  common.prefetch_ahead = g.flat ? flat_prefetch_ahead(g, cfg, cb) : prefetch_ahead(p, g);
   common.y_k_stride = g.band ? g.OW : g.OHW;
   common.bias_stride = g.band ? 0 : 1;
   common.lanes = g.lanes;

@@ -71,8 +71,15 @@ void direct_block(const BlockCommon& c, const Block& b) {
   if constexpr (ONE_TAP) {
     // 1x1: the step is one channel; index registers instead of NV+OC pointer bumps per step.
     int64_t xo = 0, wo = 0;
-    for (int64_t ch = 0; ch < channels; ++ch, xo += xcs, wo += wcs) {
-      step<V, OC, NV>(acc, xp, xo, wp, wo);
+    if (const int64_t ahead = c.prefetch_ahead) {
+      for (int64_t ch = 0; ch < channels; ++ch, xo += xcs, wo += wcs) {
+        CONVTUNE_UNROLL for (int j = 0; j < NV; ++j)
+            _mm_prefetch(reinterpret_cast<const char*>(xp[j] + xo + ahead), _MM_HINT_T0);
+        step<V, OC, NV>(acc, xp, xo, wp, wo);
+      }
+    } else {
+      for (int64_t ch = 0; ch < channels; ++ch, xo += xcs, wo += wcs)
+        step<V, OC, NV>(acc, xp, xo, wp, wo);
     }
   } else {
     const int64_t taps = c.taps, wts = c.w_tap_stride, ahead = c.prefetch_ahead;
