@@ -269,7 +269,8 @@ TEST_CASE("winograd: applicability, configs and errors") {
   rejected("mb1ic8ih20oc8kh5ph2", "3x3");
   rejected("mb1ic8ih20iw20oc8kh3kw1ph1pw0", "3x3");
   rejected("mb1ic8ih20oc8kh3sh2ph1", "stride");
-  rejected("mb1ic8ih20oc8kh3ph2dh1", "dilation");
+  rejected("mb1ic8ih21oc8kh3ph2dh1", "dilation");  // H not a multiple of the dilation
+  rejected("mb1ic8ih20oc8kh3ph1dh1", "dilation");  // nor the padding
   rejected("g8mb1ic8ih20oc8kh3ph1", "depthwise");
   rejected("g8mb1ic8ih20oc16kh3ph1", "depthwise");
   CHECK(a.applicable(conv::parse_descriptor("g4mb1ic8ih20oc8kh3ph1")).ok);  // 2 channels/group
@@ -358,6 +359,23 @@ TEST_CASE("winograd: padding of 3 or more, tiny images, batch and group edges") 
   for (int64_t k = 0; k < p.K; ++k) {
     CHECK(y.floats()[k * p.OH() * p.OW()] == ref.bias()[k]);            // top-left corner
     CHECK(y.floats()[(k + 1) * p.OH() * p.OW() - 1] == ref.bias()[k]);  // bottom-right
+  }
+}
+
+TEST_CASE("winograd: dilated problems run as a batch of their dilation phases") {
+  if (!has_avx2()) return;
+  for (const char* desc : {
+           "mb1ic8ih20oc8kh3ph2dh1",                 // dilation 2
+           "mb2ic5ih12iw18oc7kh3kw3ph3pw0dh2dw2",    // dilation 3, batch 2, no column padding
+           "g2mb1ic8ih16iw8oc6kh3kw3ph2pw4dh1dw3",   // groups, dilation 2 x 4
+           "mb1ic4ih10iw9oc5kh3kw3ph2pw1dh1dw0",     // dilated rows only
+           "mb1ic64ih56iw56oc64kh3kw3ph2pw2dh1dw1",  // shared/layers dilated:3x3_d2
+       }) {
+    DYNAMIC_SECTION(desc) {
+      const conv::ConvProblem p = conv::parse_descriptor(desc);
+      REQUIRE(winograd().applicable(p).ok);
+      check_problem(p, 21);
+    }
   }
 }
 

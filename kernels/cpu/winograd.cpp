@@ -10,12 +10,17 @@
 // with packed weights).
 // Workspace: U + V + M (see winograd_avx2.cpp). It always includes U, which forward() only uses
 // when no packed weights are given: workspace_bytes() does not know which path a caller takes.
+// Dilated 3x3 stride-1 problems whose H, W and pads are multiples of the dilation run as the
+// batch of their dilation phases (space_to_batch.hpp), with the input and output as phases in
+// the workspace (+ round64(x bytes) + round64(y bytes)) and one extra pass over each.
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
+#include "cpu/space_to_batch.hpp"
 #include "cpu/winograd.hpp"
 #include "kernels.hpp"
 
@@ -130,7 +135,10 @@ class Winograd final : public Algorithm {
       return Applicability::no("kernel is " + std::to_string(p.R) + "x" + std::to_string(p.S) +
                                ", Winograd F(m,3) needs 3x3");
     if (p.stride_h != 1 || p.stride_w != 1) return Applicability::no("needs stride 1");
-    if (p.dilation_h != 1 || p.dilation_w != 1) return Applicability::no("needs dilation 1");
+    if ((p.dilation_h != 1 || p.dilation_w != 1) && !dilation_batch_problem(p))
+      return Applicability::no(
+          "dilated: runs as a batch of dilation phases, which needs H, W and every pad to be "
+          "multiples of the dilation");
     // Depthwise: each per-point GEMM would be 1 x 1 x tiles, i.e. an elementwise product. The
     // transforms then cost more than the 9 multiply-adds per output of a direct kernel, and the
     // kernel is memory-bound either way, so Winograd cannot win.
@@ -141,7 +149,8 @@ class Winograd final : public Algorithm {
     return Applicability::yes();
   }
 
-  std::vector<std::string> configs(const ConvProblem& p) const override {
+  std::vector<std::string> configs(const ConvProblem& dilated) const override {
+    const ConvProblem p = undilated(dilated);
     // Default first (measured on VGG-16 / ResNet-50 with 2 threads): m4 is best or close on most
     // layers; m6 wins on large images with few channels, where the transforms dominate; m2 on
     // tiny images, where bigger tiles are mostly padding and U (P * K * C floats) is read for
@@ -151,14 +160,17 @@ class Winograd final : public Algorithm {
     return {"m4", "m6", "m2"};
   }
 
+  // A dilated problem adds its input and output as dilation phases (space_to_batch.hpp).
   size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
-    const winograd::Geometry g = geometry(p, config);
-    return static_cast<size_t>(g.u_floats + g.v_floats + g.m_floats) * sizeof(float);
+    const winograd::Geometry g = geometry(undilated(p), config);
+    const size_t phases = p.dilation_h == 1 && p.dilation_w == 1
+                              ? 0
+                              : phase_bytes(p.x_bytes()) + phase_bytes(p.y_bytes());
+    return static_cast<size_t>(g.u_floats + g.v_floats + g.m_floats) * sizeof(float) + phases;
   }
 
   void forward(const ConvProblem& p, const std::string& config,
                const ForwardArgs& a) const override {
-    const winograd::Geometry g = geometry(p, config);
     const size_t need = workspace_bytes(p, config);
     if (a.workspace_size < need || (need > 0 && !a.workspace))
       throw Error("workspace: cpu.winograd " + config + " needs " + std::to_string(need) +
@@ -167,6 +179,27 @@ class Winograd final : public Algorithm {
     if (!a.w && !a.packed_weights) throw Error("w: null and no packed weights");
     require_avx2();
     const int threads = resolve_threads(a.threads);  // 0 (or less): the OpenMP default
+    const ConvProblem q = undilated(p);
+    if (q.N == p.N) {
+      run(p, config, a, a.x, a.y, threads);
+      return;
+    }
+    // Dilated: the phases of x as a batch, the batch's output back into y's pixels.
+    const winograd::Geometry g = geometry(q, config);
+    char* phases = static_cast<char*>(a.workspace) +
+                   static_cast<size_t>(g.u_floats + g.v_floats + g.m_floats) * sizeof(float);
+    float* xb = reinterpret_cast<float*>(phases);
+    float* yb = reinterpret_cast<float*>(phases + phase_bytes(p.x_bytes()));
+    space_to_batch(a.x, xb, p.N, p.C, p.H, p.W, p.dilation_h, p.dilation_w, false, threads);
+    run(q, config, a, xb, yb, threads);
+    space_to_batch(yb, a.y, p.N, p.K, p.OH(), p.OW(), p.dilation_h, p.dilation_w, true, threads);
+  }
+
+ private:
+  // forward() of an undilated problem on input x and output y; the rest from `a`.
+  static void run(const ConvProblem& p, const std::string& config, const ForwardArgs& a,
+                  const float* x, float* y, int threads) {
+    const winograd::Geometry g = geometry(p, config);
     float* ws = static_cast<float*>(a.workspace);
     // One-shot (no packed weights): the weight transform into the workspace is fused into the
     // first pass (forward_avx2).
@@ -174,36 +207,56 @@ class Winograd final : public Algorithm {
     const float* u = one_shot ? ws : static_cast<const float*>(a.packed_weights);
     float* v = ws + g.u_floats;
     const winograd::Schedule s = winograd::make_schedule(g, threads, cpu_isa() == CpuIsa::avx512);
-    winograd::forward_avx2(p, g, s, a.x, one_shot ? a.w : nullptr, one_shot ? ws : nullptr, u,
-                           a.bias, a.y, v, v + g.v_floats, threads);
+    winograd::forward_avx2(p, g, s, x, one_shot ? a.w : nullptr, one_shot ? ws : nullptr, u, a.bias,
+                           y, v, v + g.v_floats, threads);
   }
 
+ public:
   // Derived in winograd_error.cpp: a componentwise transform term E_o per output plus
   // 2 u sqrt(4 alpha + 10 + C/g).
   double error_bound(const ConvProblem& p, const std::string& config) const override {
-    return winograd::error_bound(p, geometry(p, config));
+    return winograd::error_bound(undilated(p), geometry(undilated(p), config));
   }
 
   void add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
                        const float* w, double* scale, int threads) const override {
-    winograd::add_error_scale(p, geometry(p, config), x, w, scale, resolve_threads(threads));
+    const ConvProblem q = undilated(p);
+    threads = resolve_threads(threads);
+    if (q.N == p.N) {
+      winograd::add_error_scale(p, geometry(p, config), x, w, scale, threads);
+      return;
+    }
+    // The batch's tiles in the batch's layout, then back to y's pixels.
+    std::vector<float> xb(static_cast<size_t>(p.x_elems()));
+    std::vector<double> sb(static_cast<size_t>(p.y_elems()));
+    const int64_t dh = p.dilation_h, dw = p.dilation_w;
+    space_to_batch(x, xb.data(), p.N, p.C, p.H, p.W, dh, dw, false, threads);
+    space_to_batch(scale, sb.data(), p.N, p.K, p.OH(), p.OW(), dh, dw, false, threads);
+    winograd::add_error_scale(q, geometry(q, config), xb.data(), w, sb.data(), threads);
+    space_to_batch(sb.data(), scale, p.N, p.K, p.OH(), p.OW(), dh, dw, true, threads);
   }
 
   size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
-    return static_cast<size_t>(geometry(p, config).u_floats) * sizeof(float);
+    return static_cast<size_t>(geometry(undilated(p), config).u_floats) * sizeof(float);
   }
 
   void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
                     int threads) const override {
-    const winograd::Geometry g = geometry(p, config);
+    const winograd::Geometry g = geometry(undilated(p), config);
     if (!w) throw Error("w: null tensor");
     if (!packed) throw Error("packed: null buffer");
     require_avx2();
-    winograd::transform_weights_avx2(p, g, w, static_cast<float*>(packed),
+    winograd::transform_weights_avx2(undilated(p), g, w, static_cast<float*>(packed),
                                      resolve_threads(threads));
   }
 
  private:
+  // The problem the kernels run: a dilated one as its batch of dilation phases.
+  static ConvProblem undilated(const ConvProblem& p) {
+    return dilation_batch_problem(p).value_or(p);
+  }
+  // Bytes of a tensor's dilation phases in the workspace: whole cache lines.
+  static size_t phase_bytes(int64_t bytes) { return static_cast<size_t>((bytes + 63) / 64 * 64); }
   static winograd::Geometry geometry(const ConvProblem& p, const std::string& config) {
     const int m = winograd::parse_config(config);
     if (m == 0)
