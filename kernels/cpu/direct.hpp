@@ -54,7 +54,7 @@ struct BlockCommon {
   int64_t taps = 0;              ///< steps per channel: R*S, or (R + oc - 1)*S for band blocks
   const int64_t* tap = nullptr;  ///< input view offset of each step
   int64_t x_channel_stride = 0;  ///< input view floats between channels
-  int64_t prefetch_ahead = 0;    ///< floats past a tap's input prefetched (prefetch_ahead())
+  int64_t prefetch_ahead = 0;    ///< floats past a tap's input prefetched; 0: no prefetches
   int64_t w_channel_stride = 0;  ///< weight floats between input channels
   int64_t w_tap_stride = 0;      ///< weight floats between taps
   int64_t y_k_stride = 0;        ///< output floats between block rows k (channels or rows)

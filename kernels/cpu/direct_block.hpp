@@ -86,13 +86,17 @@ void direct_block(const BlockCommon& c, const Block& b) {
     const int64_t* tap = c.tap;
     for (int64_t ch = 0; ch < channels; ++ch) {
       int64_t wo = 0;
-      for (int64_t t = 0; t < taps; ++t, wo += wts) {
-        const int64_t xo = tap[t];
-        // A later channel's rows for this tap (see direct_kvec_block.hpp).
-        _mm_prefetch(reinterpret_cast<const char*>(xp[0] + xo + ahead), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(xp[NV - 1] + xo + ahead + V::lanes - 1),
-                     _MM_HINT_T0);
-        step<V, OC, NV>(acc, xp, xo, wp, wo);
+      if (ahead) {
+        for (int64_t t = 0; t < taps; ++t, wo += wts) {
+          const int64_t xo = tap[t];
+          // A later channel's rows for this tap (see direct_kvec_block.hpp).
+          _mm_prefetch(reinterpret_cast<const char*>(xp[0] + xo + ahead), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(xp[NV - 1] + xo + ahead + V::lanes - 1),
+                       _MM_HINT_T0);
+          step<V, OC, NV>(acc, xp, xo, wp, wo);
+        }
+      } else {
+        for (int64_t t = 0; t < taps; ++t, wo += wts) step<V, OC, NV>(acc, xp, tap[t], wp, wo);
       }
       CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xp[j] += xcs;
       CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) wp[k] += wcs;
