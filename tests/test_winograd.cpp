@@ -271,6 +271,9 @@ TEST_CASE("winograd: applicability, configs and errors") {
   rejected("mb1ic8ih20oc8kh3sh2ph1", "stride");
   rejected("mb1ic8ih21oc8kh3ph2dh1", "dilation");  // H not a multiple of the dilation
   rejected("mb1ic8ih20oc8kh3ph1dh1", "dilation");  // nor the padding
+  // Called anyway, the kernels refuse it rather than ignore the dilation.
+  CHECK_THROWS_WITH(a.workspace_bytes(conv::parse_descriptor("mb1ic8ih21oc8kh3ph2dh1"), "m4"),
+                    Catch::Contains("dilation"));
   rejected("g8mb1ic8ih20oc8kh3ph1", "depthwise");
   rejected("g8mb1ic8ih20oc16kh3ph1", "depthwise");
   CHECK(a.applicable(conv::parse_descriptor("g4mb1ic8ih20oc8kh3ph1")).ok);  // 2 channels/group

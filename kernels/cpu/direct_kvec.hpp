@@ -33,7 +33,7 @@ struct KvecCommon {
   int64_t taps = 0;              ///< R*S
   const int64_t* tap = nullptr;  ///< input view offset of each tap
   int64_t x_channel_stride = 0;  ///< input view floats between channels
-  int64_t prefetch_ahead = 0;    ///< floats past a tap's input prefetched (prefetch_ahead())
+  int64_t prefetch_ahead = 0;    ///< floats past a tap's input prefetched; 0: no prefetches
 };
 
 /// One block: nw output positions at consecutive view offsets x, x + 1, ... (tap 0, channel 0);

@@ -48,7 +48,11 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
   } else {
     const int64_t taps = c.taps;
     const int64_t* tap = c.tap;
-    for (int64_t ch = 0; ch < channels; ++ch, x += xcs)
+    for (int64_t ch = 0; ch < channels; ++ch, x += xcs) {
+      if (!ahead) {
+        for (int64_t t = 0; t < taps; ++t, w += KB * L) kvec_step<V, KB, NW>(acc, x + tap[t], w);
+        continue;
+      }
       for (int64_t t = 0; t < taps; ++t, w += KB * L) {
         // A later channel's input for this tap: the view's phase planes and channel planes
         // are too far apart for the hardware prefetchers.
@@ -58,6 +62,7 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
           _mm_prefetch(reinterpret_cast<const char*>(xt + ahead + NW - 1), _MM_HINT_T0);
         kvec_step<V, KB, NW>(acc, xt, w);
       }
+    }
   }
   CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) CONVTUNE_UNROLL for (int j = 0; j < NW; ++j)
       V::storeu(b.tile + (k * NW + j) * L, acc[k][j]);

@@ -149,8 +149,8 @@ class Winograd final : public Algorithm {
     return Applicability::yes();
   }
 
-  std::vector<std::string> configs(const ConvProblem& dilated) const override {
-    const ConvProblem p = undilated(dilated);
+  std::vector<std::string> configs(const ConvProblem& problem) const override {
+    const ConvProblem p = dilation_batch_problem(problem).value_or(problem);
     // Default first (measured on VGG-16 / ResNet-50 with 2 threads): m4 is best or close on most
     // layers; m6 wins on large images with few channels, where the transforms dominate; m2 on
     // tiny images, where bigger tiles are mostly padding and U (P * K * C floats) is read for
@@ -162,10 +162,8 @@ class Winograd final : public Algorithm {
 
   // A dilated problem adds its input and output as dilation phases (space_to_batch.hpp).
   size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
-    const winograd::Geometry g = geometry(undilated(p), config);
-    const size_t phases = p.dilation_h == 1 && p.dilation_w == 1
-                              ? 0
-                              : phase_bytes(p.x_bytes()) + phase_bytes(p.y_bytes());
+    const winograd::Geometry g = geometry(p, config);
+    const size_t phases = dilated(p) ? phase_bytes(p.x_bytes()) + phase_bytes(p.y_bytes()) : 0;
     return static_cast<size_t>(g.u_floats + g.v_floats + g.m_floats) * sizeof(float) + phases;
   }
 
@@ -179,12 +177,12 @@ class Winograd final : public Algorithm {
     if (!a.w && !a.packed_weights) throw Error("w: null and no packed weights");
     require_avx2();
     const int threads = resolve_threads(a.threads);  // 0 (or less): the OpenMP default
-    const ConvProblem q = undilated(p);
-    if (q.N == p.N) {
+    if (!dilated(p)) {
       run(p, config, a, a.x, a.y, threads);
       return;
     }
     // Dilated: the phases of x as a batch, the batch's output back into y's pixels.
+    const ConvProblem q = undilated(p);
     const winograd::Geometry g = geometry(q, config);
     char* phases = static_cast<char*>(a.workspace) +
                    static_cast<size_t>(g.u_floats + g.v_floats + g.m_floats) * sizeof(float);
@@ -215,18 +213,18 @@ class Winograd final : public Algorithm {
   // Derived in winograd_error.cpp: a componentwise transform term E_o per output plus
   // 2 u sqrt(4 alpha + 10 + C/g).
   double error_bound(const ConvProblem& p, const std::string& config) const override {
-    return winograd::error_bound(undilated(p), geometry(undilated(p), config));
+    return winograd::error_bound(undilated(p), geometry(p, config));
   }
 
   void add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
                        const float* w, double* scale, int threads) const override {
-    const ConvProblem q = undilated(p);
     threads = resolve_threads(threads);
-    if (q.N == p.N) {
+    if (!dilated(p)) {
       winograd::add_error_scale(p, geometry(p, config), x, w, scale, threads);
       return;
     }
     // The batch's tiles in the batch's layout, then back to y's pixels.
+    const ConvProblem q = undilated(p);
     std::vector<float> xb(static_cast<size_t>(p.x_elems()));
     std::vector<double> sb(static_cast<size_t>(p.y_elems()));
     const int64_t dh = p.dilation_h, dw = p.dilation_w;
@@ -237,12 +235,12 @@ class Winograd final : public Algorithm {
   }
 
   size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
-    return static_cast<size_t>(geometry(undilated(p), config).u_floats) * sizeof(float);
+    return static_cast<size_t>(geometry(p, config).u_floats) * sizeof(float);
   }
 
   void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
                     int threads) const override {
-    const winograd::Geometry g = geometry(undilated(p), config);
+    const winograd::Geometry g = geometry(p, config);
     if (!w) throw Error("w: null tensor");
     if (!packed) throw Error("packed: null buffer");
     require_avx2();
@@ -251,9 +249,15 @@ class Winograd final : public Algorithm {
   }
 
  private:
-  // The problem the kernels run: a dilated one as its batch of dilation phases.
+  static bool dilated(const ConvProblem& p) { return p.dilation_h != 1 || p.dilation_w != 1; }
+  // The problem the kernels run: a dilated one as its batch of dilation phases. Throws for a
+  // dilated problem that has none (applicable() says no), which F(m,3) would get wrong.
   static ConvProblem undilated(const ConvProblem& p) {
-    return dilation_batch_problem(p).value_or(p);
+    if (!dilated(p)) return p;
+    if (const std::optional<ConvProblem> q = dilation_batch_problem(p)) return *q;
+    throw Error(
+        "dilation: cpu.winograd runs a dilated problem only when H, W and every pad are "
+        "multiples of the dilation");
   }
   // Bytes of a tensor's dilation phases in the workspace: whole cache lines.
   static size_t phase_bytes(int64_t bytes) { return static_cast<size_t>((bytes + 63) / 64 * 64); }
@@ -261,7 +265,7 @@ class Winograd final : public Algorithm {
     const int m = winograd::parse_config(config);
     if (m == 0)
       throw Error("config: cpu.winograd has \"m2\", \"m4\", \"m6\", got \"" + config + "\"");
-    return winograd::make_geometry(p, m);
+    return winograd::make_geometry(undilated(p), m);
   }
   // The fewest image rows (or columns) any output's 3-tap window covers along one axis.
   static void require_avx2() {
