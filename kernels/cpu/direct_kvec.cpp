@@ -15,13 +15,17 @@
 // block zero-filled): by a Plan once, or per call into the workspace (for one image, each thread
 // packs the blocks of its own tasks into its own slice as it reaches them). The kernel leaves each
 // block's sums in a small tile, which the driver stores to NCHW (the reorder fused into the
-// last pass, as oneDNN does).
+// last pass, as oneDNN does). A thread's task is a run of position blocks of one output-channel
+// block; tasks run output-channel blocks innermost when the input is the operand that overflows
+// L2, and AVX2 tasks sum over input channels in chunks whose weights stay in L1 (the cache
+// blocking of Georganas et al.), the run's partial sums waiting in per-thread tiles.
 //
 // Cost: N*K*C/g*R*S*OH*OW FMAs with K/g rounded up to whole kb*lanes blocks (and view columns
 // OW..Wq-1 in wide mode); plus the view copy (as cpu.direct) and, one-shot, one pass over the
 // weights. Workspace: cpu.direct's view + round64(4*packed weights) (one-shot) +
 // round64(4*g*K/g rounded up) bytes of bias.
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <vector>
@@ -106,6 +110,10 @@ void block_pos(const Geometry& g, const Blocking& b, int64_t i, PosBlock* out) {
   }
 }
 
+// Per-thread partial sums of a run of blocks: at most kTileFloats floats (kb*lanes*max_nw is
+// at most 448 per block), kMaxRun blocks; a chunk's weights at most kChunkFloats floats.
+constexpr int64_t kTileFloats = 4096, kMaxRun = 32, kChunkFloats = 3072;
+
 struct Layout {
   Geometry g;
   Blocking b;
@@ -134,6 +142,15 @@ size_t workspace_bytes_for(const Layout& l, bool with_weights) {
 bool cpu_runs(const KvecConfig& c) {
   const CpuIsa have = cpu_isa();
   return c.zmm ? have == CpuIsa::avx512 : have != CpuIsa::scalar;
+}
+
+// This CPU's L2 per core (glibc's sysconf; 1 MiB where it does not say).
+int64_t l2_cache_bytes() {
+  static const int64_t bytes = [] {
+    const long b = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return b > 0 ? static_cast<int64_t>(b) : int64_t{1} << 20;
+  }();
+  return bytes;
 }
 
 // Packs output-channel block gkb = (grp, kb) of KCRS weights into dst (C/g*R*S*kbl floats).
@@ -207,8 +224,19 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   // its L2), instead of all threads packing every block first (a pass of the weights through
   // memory and a barrier; alexnet conv3-5 one-shot took 1.14-1.18x their packed time).
   const int64_t block_floats = l.block_floats;
-  const bool pack_own =
-      !packed && p.N == 1 && static_cast<size_t>(threads * block_floats) <= l.packed_floats;
+  // Task order: output-channel blocks inner when a group's input view overflows half an L2 and
+  // is more than twice the group's packed weights, which fit in half an L2: each thread then
+  // reads its share of the input once, from L3 or memory, instead of once per output-channel
+  // block, while the weights stay in its L2 (alternating runs, 2 threads: resnet50
+  // res3_1x1a_first and res4_1x1a_first 8-12% faster, res3_3x3_s2 3% on AVX-512; where the
+  // input fits in L2, e.g. mobilenet_v2 pw384_96, or the weights are the bigger operand, as in
+  // res4/res5 and alexnet, this order was 10-45% slower).
+  const int64_t group_weight_bytes = 4 * l.nkb * block_floats, input_bytes = 4 * Cg * g.plane;
+  const int64_t half_l2 = l2_cache_bytes() / 2;
+  const bool channels_inner = group_weight_bytes <= half_l2 && input_bytes > half_l2 &&
+                              input_bytes > 2 * group_weight_bytes;
+  const bool pack_own = !channels_inner && !packed && p.N == 1 &&
+                        static_cast<size_t>(threads * block_floats) <= l.packed_floats;
   KvecCommon common;
   common.channels = Cg;
   common.taps = T;
@@ -216,7 +244,21 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   common.x_channel_stride = g.plane;
   common.prefetch_ahead = prefetch_ahead(p, g);
 
-  const int64_t per_group = l.nkb * bl.count, tasks = p.groups * per_group;
+  // AVX2 blocks sum over input channels in chunks whose weights (12 KiB) stay in L1 over a run
+  // of position blocks, the partial sums waiting in per-thread tiles; with all channels at once
+  // each block streams its whole weight block from L2 (alternating runs, AVX2 cap, kvec oc16:
+  // resnet50 res4_3x3_s2 -10%, alexnet conv2 and conv5 -4%). AVX-512 blocks measured no
+  // better chunked (mixed, -3% to +5%), so they keep one chunk and runs of one block.
+  const int64_t tile_floats = kbl * bl.nw;
+  const int64_t chunk = cfg.zmm ? Cg : std::clamp<int64_t>(kChunkFloats / (T * kbl), 1, Cg);
+  int64_t run = chunk == Cg
+                    ? 1
+                    : std::clamp<int64_t>(std::min(kTileFloats / tile_floats,
+                                                   p.groups * l.nkb * bl.count / (4 * threads)),
+                                          1, kMaxRun);
+  const int64_t runs = ceil_div(bl.count, run);
+  run = ceil_div(bl.count, runs);
+  const int64_t per_group = l.nkb * runs, tasks = p.groups * per_group;
   for (int64_t n = 0; n < p.N; ++n) {
     const float* xn = a.x + n * p.C * p.H * p.W;
     float* yn = a.y + n * p.K * g.OHW;
@@ -245,39 +287,52 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
       }
       const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
       const int64_t begin = tasks * tid / nth, end = tasks * (tid + 1) / nth;
-      alignas(64) float tile[16 * 28];  // kb * lanes * max_nw is at most 448 for every config
-      PosBlock pos;
+      alignas(64) float tiles[kTileFloats];
+      PosBlock pos[kMaxRun];
       KvecBlock blk;
-      blk.tile = tile;
       float* own = wbuf + tid * block_floats;
       int64_t own_gkb = -1;
       for (int64_t task = begin; task < end; ++task) {
         const int64_t grp = task / per_group, rest = task % per_group;
-        const int64_t kb = rest / bl.count, pb = rest % bl.count;
-        block_pos(g, bl, pb, &pos);
+        const int64_t kb = channels_inner ? rest % l.nkb : rest / runs;
+        const int64_t pb0 = (channels_inner ? rest / l.nkb : rest % runs) * run;
+        const int64_t nb = std::min(run, bl.count - pb0);
+        for (int64_t i = 0; i < nb; ++i) block_pos(g, bl, pb0 + i, &pos[i]);
         const int64_t gkb = grp * l.nkb + kb;
-        blk.x = view + grp * Cg * g.plane + pos.x;
+        const float* wk = wpk + gkb * block_floats;
         if (pack_own) {
           if (gkb != own_gkb) pack_block(p, l, a.w, gkb, own);
           own_gkb = gkb;
-          blk.w = own;
-        } else {
-          blk.w = wpk + gkb * block_floats;
+          wk = own;
         }
-        blk.bias = a.bias ? bias_buf + gkb * kbl : nullptr;
-        fns[pos.n](common, blk);
+        const float* xg = view + grp * Cg * g.plane;
+        KvecCommon cc = common;
+        for (int64_t c0 = 0; c0 < Cg; c0 += chunk) {
+          cc.channels = std::min(chunk, Cg - c0);
+          blk.w = wk + c0 * T * kbl;
+          blk.bias = c0 == 0 && a.bias ? bias_buf + gkb * kbl : nullptr;
+          blk.partial = c0 > 0;
+          for (int64_t i = 0; i < nb; ++i) {
+            blk.x = xg + c0 * g.plane + pos[i].x;
+            blk.tile = tiles + i * tile_floats;
+            fns[pos[i].n](cc, blk);
+          }
+        }
         const int64_t k0 = kb * kbl, kvalid = std::min(kbl, Kg - k0);
         float* yk = yn + (grp * Kg + k0) * g.OHW;
-        if (bl.mode != Blocking::Mode::wide) {  // positions contiguous in y
-          kvec_store_avx2(tile, pos.n, static_cast<int>(L), static_cast<int>(kvalid), yk + pos.y0,
-                          g.OHW);
-          continue;
-        }
-        for (int64_t k = 0; k < kvalid; ++k) {
-          const float* t = tile + (k / L) * pos.n * L + k % L;
-          float* yrow = yk + k * g.OHW;
-          for (int j = 0; j < pos.n; ++j)
-            if (pos.y[j] >= 0) yrow[pos.y[j]] = t[j * L];
+        for (int64_t i = 0; i < nb; ++i) {
+          const float* tile = tiles + i * tile_floats;
+          if (bl.mode != Blocking::Mode::wide) {  // positions contiguous in y
+            kvec_store_avx2(tile, pos[i].n, static_cast<int>(L), static_cast<int>(kvalid),
+                            yk + pos[i].y0, g.OHW);
+            continue;
+          }
+          for (int64_t k = 0; k < kvalid; ++k) {
+            const float* t = tile + (k / L) * pos[i].n * L + k % L;
+            float* yrow = yk + k * g.OHW;
+            for (int j = 0; j < pos[i].n; ++j)
+              if (pos[i].y[j] >= 0) yrow[pos[i].y[j]] = t[j * L];
+          }
         }
       }
     }

@@ -45,6 +45,7 @@ struct KvecBlock {
   const float* w = nullptr;
   const float* bias = nullptr;
   float* tile = nullptr;
+  bool partial = false;
 };
 
 using KvecFn = void (*)(const KvecCommon&, const KvecBlock&);

@@ -35,9 +35,14 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
   using R = typename V::reg;
   constexpr int L = V::lanes;
   R acc[KB][NW];
-  CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) {
-    const R init = b.bias ? V::loadu(b.bias + k * L) : V::zero();
-    CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) acc[k][j] = init;
+  if (b.partial) {
+    CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) CONVTUNE_UNROLL for (int j = 0; j < NW; ++j)
+        acc[k][j] = V::loadu(b.tile + (k * NW + j) * L);
+  } else {
+    CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) {
+      const R init = b.bias ? V::loadu(b.bias + k * L) : V::zero();
+      CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) acc[k][j] = init;
+    }
   }
   const float* x = b.x;
   const float* w = b.w;
