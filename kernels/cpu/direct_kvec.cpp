@@ -92,9 +92,12 @@ void block_pos(const Geometry& g, const Blocking& b, int64_t i, PosBlock* out) {
       return;
     }
     case Blocking::Mode::rows: {
-      const int64_t oh = i / b.per_row, ow = (i % b.per_row) * b.nw;
+      // Balanced: 27 columns in blocks of at most 6 are 6,6,5,5,5 rather than 6,6,6,6,3, whose
+      // short block has too few accumulator chains to hide the FMA latency.
+      const int64_t oh = i / b.per_row, j = i % b.per_row;
+      const int64_t ow = j * g.OW / b.per_row;
       out->x = oh * g.row_step + ow;
-      out->n = static_cast<int>(std::min(b.nw, g.OW - ow));
+      out->n = static_cast<int>((j + 1) * g.OW / b.per_row - ow);
       out->y0 = oh * g.OW + ow;
       return;
     }
