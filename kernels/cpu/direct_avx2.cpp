@@ -25,6 +25,7 @@ struct Ymm {
   static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
   static void storeu(float* p, reg v) { _mm256_storeu_ps(p, v); }
+  static void stream(float* p, reg v) { _mm256_stream_ps(p, v); }
   // Lanes [lo, hi); masked lanes are neither read nor written (no faults).
   static mask lane_mask(int lo, int hi) {
     const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);

@@ -25,6 +25,7 @@ struct Zmm {
   static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
   static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
   static void storeu(float* p, reg v) { _mm512_storeu_ps(p, v); }
+  static void stream(float* p, reg v) { _mm512_stream_ps(p, v); }
   // Lanes [lo, hi); masked lanes are neither read nor written (no faults).
   static mask lane_mask(int lo, int hi) {
     return static_cast<mask>(((1u << hi) - 1u) & ~((1u << lo) - 1u));

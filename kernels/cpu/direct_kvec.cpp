@@ -25,7 +25,6 @@
 // weights. Workspace: cpu.direct's view + round64(4*packed weights) (one-shot) +
 // round64(4*g*K/g rounded up) bytes of bias.
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <vector>
@@ -145,15 +144,6 @@ size_t workspace_bytes_for(const Layout& l, bool with_weights) {
 bool cpu_runs(const KvecConfig& c) {
   const CpuIsa have = cpu_isa();
   return c.zmm ? have == CpuIsa::avx512 : have != CpuIsa::scalar;
-}
-
-// This CPU's L2 per core (glibc's sysconf; 1 MiB where it does not say).
-int64_t l2_cache_bytes() {
-  static const int64_t bytes = [] {
-    const long b = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return b > 0 ? static_cast<int64_t>(b) : int64_t{1} << 20;
-  }();
-  return bytes;
 }
 
 // Packs output-channel block gkb = (grp, kb) of KCRS weights into dst (C/g*R*S*kbl floats).

@@ -1,6 +1,8 @@
 // The input view of the direct kernels (see direct_view.hpp).
 #include "direct_view.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -38,6 +40,14 @@ bool dense_1x1(const ConvProblem& p) {
 }
 
 }  // namespace
+
+int64_t l2_cache_bytes() {
+  static const int64_t bytes = [] {
+    const long b = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return b > 0 ? static_cast<int64_t>(b) : int64_t{1} << 20;
+  }();
+  return bytes;
+}
 
 bool view_fits(const ConvProblem& p) {
   const long double Hp = static_cast<long double>(p.H) + p.pad_top + p.pad_bottom;

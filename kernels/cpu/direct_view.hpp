@@ -65,6 +65,10 @@ struct Geometry {
 /// problems may have such padding.
 bool view_fits(const ConvProblem& p);
 
+/// This CPU's L2 cache per core in bytes (glibc's sysconf; 1 MiB where it does not say): the
+/// cache-blocking thresholds of cpu.direct and cpu.direct_kvec scale with it.
+int64_t l2_cache_bytes();
+
 /// The view for vectors of `lanes` positions (8 or 16), in band mode for `band` > 0 rows. With
 /// `aligned`, a 1x1 input that could be read in place is copied into cache-line-aligned planes
 /// (see aligned_copy_optional).
