@@ -282,7 +282,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   // Outputs of one image beyond the threads' L2s are stored non-temporally where whole aligned
   // vectors allow: they would only evict the input and weights on their way to memory, and a
   // streaming store skips reading each line first (alternating runs, 2 threads, AVX-512:
-  // mobilenet_v2 pw16_96 0.267 -> 0.177 ms, vgg16 conv1_1 0.948 -> 0.792; smaller outputs,
+  // mobilenet_v2 pw16_96 0.244 -> 0.169 ms, vgg16 conv1_1 0.883 -> 0.745; smaller outputs,
   // e.g. 1.6 MB of dw32, measured up to 9% slower). Not with several chunks, whose later ones
   // read the output back.
   const int threads = std::max(1, a.threads);

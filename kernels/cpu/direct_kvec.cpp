@@ -2,18 +2,19 @@
 // jit_avx2_conv / jit_avx512_common_conv on an NCHW source (Georganas et al., "Anatomy of
 // high-performance deep learning convolutions on SIMD architectures", SC 2018). A block of kb
 // vectors of 8 (AVX2) or 16 (AVX-512) output channels x nw output positions stays in registers
-// over the whole reduction; each (input channel, tap) step loads kb weight vectors and
-// broadcasts nw input values (direct_kvec_block.hpp). Unlike cpu.direct (positions in the
-// lanes), no lane is wasted on short or strided rows: it is the kernel for small images, strides
-// and 1x1 layers with many channels.
+// over the reduction (on AVX2 over one chunk of input channels); each (input channel, tap) step
+// loads kb weight vectors and broadcasts nw input values (direct_kvec_block.hpp). Unlike cpu.direct
+// (positions in the lanes), no lane is wasted on short or strided rows: it is the kernel for small
+// images, strides and 1x1 layers with many channels.
 //
 // The input is read through cpu.direct's view (direct_view.hpp: zero padded and split into
 // stride phases, or in place), so a block's positions are consecutive floats. Blocks are runs
 // of one output row split evenly (rows), of the flattened plane (1x1), or of whole view rows
 // including the Wq - OW unused columns per row (wide, when that needs fewer blocks, e.g. 7x7).
 // Weights are packed [g][K/g/(kb*lanes)][C/g][R*S][kb*lanes] (oneDNN's OIhw16o blocking, the last
-// block zero-filled): by a Plan once, or per call into the workspace (for one image, each thread
-// packs the blocks of its own tasks into its own slice as it reaches them). The kernel leaves each
+// block zero-filled): by a Plan once, or per call into the workspace (for one image, unless
+// output-channel blocks run innermost, each thread packs the blocks of its own tasks into its
+// own slice as it reaches them). The kernel leaves each
 // block's sums in a small tile, which the driver stores to NCHW (the reorder fused into the
 // last pass, as oneDNN does). A thread's task is a run of position blocks of one output-channel
 // block; tasks run output-channel blocks innermost when the input is the operand that overflows
@@ -52,7 +53,7 @@ struct PosBlock {
 struct Blocking {
   enum class Mode { flat, rows, wide } mode = Mode::rows;
   int64_t count = 0;  // blocks per output channel block
-  int64_t nw = 0;     // positions per block (the last of a run may have fewer)
+  int64_t nw = 0;     // positions per block at most (a row's blocks are balanced)
   int64_t per_row = 0, span = 0;
 };
 
@@ -115,6 +116,16 @@ void block_pos(const Geometry& g, const Blocking& b, int64_t i, PosBlock* out) {
 // Per-thread partial sums of a run of blocks: at most kTileFloats floats (kb*lanes*max_nw is
 // at most 448 per block), kMaxRun blocks; a chunk's weights at most kChunkFloats floats.
 constexpr int64_t kTileFloats = 4096, kMaxRun = 32, kChunkFloats = 3072;
+// Positions per block (KvecConfig::max_nw) by kb: zmm 16 lanes, ymm 8.
+constexpr int kZmmMaxNw[] = {28, 14, 9, 6}, kYmmMaxNw[] = {12, 6, 4};
+constexpr bool every_tile_fits() {
+  for (int kb = 1; kb <= 4; ++kb)
+    if (kb * 16 * kZmmMaxNw[kb - 1] > kTileFloats) return false;
+  for (int kb = 1; kb <= 3; ++kb)
+    if (kb * 8 * kYmmMaxNw[kb - 1] > kTileFloats) return false;
+  return true;
+}
+static_assert(every_tile_fits(), "a run's partial sums hold at least one block of any config");
 
 struct Layout {
   Geometry g;
@@ -157,8 +168,7 @@ void pack_block(const ConvProblem& p, const Layout& l, const float* w, int64_t g
 }  // namespace
 
 int KvecConfig::max_nw() const {
-  static constexpr int kZmm[] = {28, 14, 9, 6}, kYmm[] = {12, 6, 4};
-  return zmm ? kZmm[kb - 1] : kYmm[kb - 1];
+  return zmm ? kZmmMaxNw[kb - 1] : kYmmMaxNw[kb - 1];
 }
 
 std::string KvecConfig::name() const {

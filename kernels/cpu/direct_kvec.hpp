@@ -29,7 +29,7 @@ KvecConfig parse_kvec_config(const std::string& text);
 
 /// Per-call constants of the kernel.
 struct KvecCommon {
-  int64_t channels = 0;          ///< input channels summed over (C/groups)
+  int64_t channels = 0;          ///< input channels summed over (C/groups, or one chunk)
   int64_t taps = 0;              ///< R*S
   const int64_t* tap = nullptr;  ///< input view offset of each tap
   int64_t x_channel_stride = 0;  ///< input view floats between channels
@@ -37,9 +37,10 @@ struct KvecCommon {
 };
 
 /// One block: nw output positions at consecutive view offsets x, x + 1, ... (tap 0, channel 0);
-/// weights packed [C/g][R*S][kb*lanes]; bias (kb*lanes values) or null for zero. The kernel
+/// weights packed [channels][R*S][kb*lanes]; bias (kb*lanes values) or null for zero. The kernel
 /// writes the sums to tile[(k_vec * nw + j) * lanes + lane] (position j, channel
-/// k_vec*lanes + lane); the driver stores the tile to NCHW.
+/// k_vec*lanes + lane); the driver stores the tile to NCHW. With `partial`, the sums start from
+/// the tile's values (an earlier chunk of input channels) and `bias` is ignored.
 struct KvecBlock {
   const float* x = nullptr;
   const float* w = nullptr;

@@ -3,10 +3,11 @@
 //
 // Method: oneDNN's jit_avx2_conv / jit_avx512_common_conv with output channels in the vector
 // lanes (weights pre-blocked as in its OIhw8o/OIhw16o layouts; Georganas et al., SC 2018):
-// KB vectors of output channels x NW output positions accumulate in registers over all
-// (channel, tap) steps; each step loads KB weight vectors (consecutive in the packed weights)
-// and broadcasts one input value per position, for KB*NW FMAs. Positions are consecutive in
-// the input view, so strides, dilation and small images cost no wasted lanes.
+// KB vectors of output channels x NW output positions accumulate in registers over the
+// (channel, tap) steps of a block's channels (or of one chunk of them, resumed from the tile); each
+// step loads KB weight vectors (consecutive in the packed weights) and broadcasts one input value
+// per position, for KB*NW FMAs. Positions are consecutive in the input view, so strides, dilation
+// and small images cost no wasted lanes.
 #pragma once
 
 #include <xmmintrin.h>
