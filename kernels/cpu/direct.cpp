@@ -286,7 +286,8 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   // e.g. 1.6 MB of dw32, measured up to 9% slower). Not with several chunks, whose later ones
   // read the output back.
   const int threads = std::max(1, a.threads);
-  common.stream = !g.band && nchunks == 1 && 4 * p.K * g.OHW > threads * l2_cache_bytes();
+  common.stream = !g.band && nchunks == 1 && g.OHW % g.lanes == 0 &&
+                  4 * p.K * g.OHW > threads * l2_cache_bytes();
   // Weight addressing: band [g][u][s][row], packed [g][kb][c][t][oc] or plain KCRS.
   const bool packed = a.packed_weights != nullptr;
   const float* wbase = packed ? static_cast<const float*>(a.packed_weights) : a.w;

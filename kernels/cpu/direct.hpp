@@ -60,7 +60,9 @@ struct BlockCommon {
   int64_t y_k_stride = 0;        ///< output floats between block rows k (channels or rows)
   int64_t bias_stride = 1;       ///< bias values between block rows k (0: one shared value)
   int lanes = 8;                 ///< output positions per vector
-  bool stream = false;           ///< whole aligned vectors stored non-temporally
+  /// Whole vectors at aligned addresses stored non-temporally; only set with y_k_stride a
+  /// multiple of the lanes, so every block row of an aligned vector is aligned too.
+  bool stream = false;
 };
 
 /// Where a vector's lanes are stored: lanes [lo, hi) go to out + lane (+ k*y_k_stride for block

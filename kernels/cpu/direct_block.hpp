@@ -105,8 +105,7 @@ void direct_block(const BlockCommon& c, const Block& b) {
   CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) {
     const Segment& g0 = b.seg[j][0];
     if (b.nseg[j] == 1 && g0.lo == 0 && g0.hi == V::lanes) {
-      if (c.stream && reinterpret_cast<uintptr_t>(g0.out) % (4 * V::lanes) == 0 &&
-          (c.y_k_stride % V::lanes) == 0) {
+      if (c.stream && reinterpret_cast<uintptr_t>(g0.out) % (4 * V::lanes) == 0) {
         CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) if (k < b.kvalid)
             V::stream(g0.out + k * c.y_k_stride, acc[k][j]);
         continue;

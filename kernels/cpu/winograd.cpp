@@ -267,7 +267,6 @@ class Winograd final : public Algorithm {
       throw Error("config: cpu.winograd has \"m2\", \"m4\", \"m6\", got \"" + config + "\"");
     return winograd::make_geometry(undilated(p), m);
   }
-  // The fewest image rows (or columns) any output's 3-tap window covers along one axis.
   static void require_avx2() {
     if (cpu_isa() == CpuIsa::scalar)
       throw Error("cpu.winograd: needs AVX2 and FMA, which this CPU does not have");
