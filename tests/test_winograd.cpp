@@ -1,5 +1,6 @@
 // cpu.winograd beyond the registry-wide test_kernels: the transform matrices in float64, every
-// config on every 3x3 stride-1 layer and on 240 seeded random 3x3 problems against the float64
+// config on every 3x3 and 5x5 stride-1 layer and on 240 seeded random 3x3 and 60 random 5x5
+// problems against the float64
 // reference (within the declared error_bound, outputs NaN-poisoned first), packed weights giving
 // the bit-identical output of the one-shot path, thread-count invariance, large padding, the
 // error model behind error_bound(), and the rejections.
@@ -38,14 +39,14 @@ bool has_avx2() {
 // --- transforms ------------------------------------------------------------------------------
 
 // The Winograd 1D correlation y_i = sum_k d_{i+k} g_k through the kernel's own transform code.
-template <int M>
+template <int M, int R>
 std::vector<double> winograd_1d(const std::vector<double>& d, const std::vector<double>& g) {
-  constexpr int A = M + 2;
+  constexpr int A = M + R - 1;
   double v[A], u[A], prod[A], y[M];
-  wg::input_1d<M>(d.data(), v);
-  wg::weight_1d<M>(g.data(), u);
+  wg::input_mr<M, R>(d.data(), v);
+  wg::weight_mr<M, R>(g.data(), u);
   for (int j = 0; j < A; ++j) prod[j] = u[j] * v[j];
-  wg::output_1d<M>(prod, y);
+  wg::output_mr<M, R>(prod, y);
   return std::vector<double>(y, y + M);
 }
 
@@ -62,44 +63,44 @@ std::vector<std::vector<double>> matrix_of(F f) {
   return mat;
 }
 
-// Checks F(m, 3) against direct correlation and its A^T / G against the documented points.
-template <int M>
+// Checks F(m, r) against direct correlation and its A^T / G against the documented points.
+template <int M, int R>
 void check_transforms(const std::vector<double>& points) {
-  constexpr int A = M + 2;
+  constexpr int A = M + R - 1;
   REQUIRE(points.size() == A - 1);  // plus the point at infinity
-  std::mt19937_64 rng(M);
+  std::mt19937_64 rng(M * 10 + R);
   std::uniform_real_distribution<double> uni(-1, 1);
   for (int trial = 0; trial < 100; ++trial) {
-    std::vector<double> d(A), g(3);
+    std::vector<double> d(A), g(R);
     for (auto& v : d) v = uni(rng);
     for (auto& v : g) v = uni(rng);
-    const auto y = winograd_1d<M>(d, g);
+    const auto y = winograd_1d<M, R>(d, g);
     for (int i = 0; i < M; ++i) {
       double direct = 0, mag = 0;
-      for (int k = 0; k < 3; ++k) {
+      for (int k = 0; k < R; ++k) {
         direct += d[i + k] * g[k];
         mag += std::fabs(d[i + k] * g[k]);
       }
-      INFO("F(" << M << ",3) output " << i << " trial " << trial);
+      INFO("F(" << M << "," << R << ") output " << i << " trial " << trial);
       // float64 rounding of the transforms only; a wrong coefficient is off by O(1).
       CHECK(std::fabs(y[i] - direct) <= 1e-13 * (mag + 1));
     }
   }
   // Every (tap, input) pair, exactly: the bilinear map must be the correlation itself.
-  for (int k = 0; k < 3; ++k)
+  for (int k = 0; k < R; ++k)
     for (int j = 0; j < A; ++j) {
-      std::vector<double> d(A, 0.0), g(3, 0.0);
+      std::vector<double> d(A, 0.0), g(R, 0.0);
       d[j] = 1, g[k] = 1;
-      const auto y = winograd_1d<M>(d, g);
+      const auto y = winograd_1d<M, R>(d, g);
       for (int i = 0; i < M; ++i) {
-        INFO("F(" << M << ",3) d_" << j << " g_" << k << " -> y_" << i);
+        INFO("F(" << M << "," << R << ") d_" << j << " g_" << k << " -> y_" << i);
         CHECK(y[i] == Approx(j == i + k ? 1.0 : 0.0).margin(1e-14));
       }
     }
   // A^T[i][j] = a_j^i and G[j][k] = a_j^k / prod_{l != j}(a_j - a_l), up to one sign per point
   // (the matching row of B^T absorbs it), with the point at infinity last: the documented points.
-  const auto at = matrix_of<A, M>([](const double* s, double* y) { wg::output_1d<M>(s, y); });
-  const auto gm = matrix_of<3, A>([](const double* s, double* y) { wg::weight_1d<M>(s, y); });
+  const auto at = matrix_of<A, M>([](const double* s, double* y) { wg::output_mr<M, R>(s, y); });
+  const auto gm = matrix_of<R, A>([](const double* s, double* y) { wg::weight_mr<M, R>(s, y); });
   for (int j = 0; j < A; ++j) {
     const bool inf = j == A - 1;
     double f = 1;
@@ -108,12 +109,12 @@ void check_transforms(const std::vector<double>& points) {
     const double sign = inf || gm[j][0] * f > 0 ? 1.0 : -1.0;  // G[j][0] = a_j^0 / f != 0
     for (int i = 0; i < M; ++i) {
       const double expect = inf ? (i == M - 1 ? 1.0 : 0.0) : std::pow(points[j], i);
-      INFO("F(" << M << ",3) A^T[" << i << "][" << j << "]");
+      INFO("F(" << M << "," << R << ") A^T[" << i << "][" << j << "]");
       CHECK(at[i][j] == Approx(expect).margin(1e-15));
     }
-    for (int k = 0; k < 3; ++k) {
-      const double expect = inf ? (k == 2 ? 1.0 : 0.0) : sign * std::pow(points[j], k) / f;
-      INFO("F(" << M << ",3) G[" << j << "][" << k << "]");
+    for (int k = 0; k < R; ++k) {
+      const double expect = inf ? (k == R - 1 ? 1.0 : 0.0) : sign * std::pow(points[j], k) / f;
+      INFO("F(" << M << "," << R << ") G[" << j << "][" << k << "]");
       CHECK(gm[j][k] == Approx(expect).margin(1e-15));
     }
   }
@@ -168,8 +169,8 @@ void check_problem(const conv::ConvProblem& p, uint64_t seed) {
 }
 
 bool winograd_shape(const conv::ConvProblem& p) {
-  return p.R == 3 && p.S == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
-         p.dilation_w == 1;
+  return p.R == p.S && (p.R == 3 || p.R == 5) && p.stride_h == 1 && p.stride_w == 1 &&
+         p.dilation_h == 1 && p.dilation_w == 1;
 }
 
 bool is_prime(int64_t n) {
@@ -179,10 +180,10 @@ bool is_prime(int64_t n) {
   return true;
 }
 
-// 3x3 stride-1 problems as the issue asks: H, W 1..70 (independent), pads 0..2 per side, C and K
-// 1..300 (a third of them prime), N 1..4, a quarter grouped (g 2..4). Sizes shrink until the
+// r x r stride-1 problems as the issue asks: H, W 1..70 (independent), pads 0..r-1 per side, C
+// and K 1..300 (a third of them prime), N 1..4, a quarter grouped (g 2..4). Sizes shrink until the
 // float64 reference costs at most 20M multiply-adds, so the whole set runs in seconds.
-std::vector<conv::ConvProblem> random_3x3(int count, uint64_t seed) {
+std::vector<conv::ConvProblem> random_problems(int count, uint64_t seed, int r) {
   std::mt19937_64 rng(seed);
   auto uni = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -204,22 +205,22 @@ std::vector<conv::ConvProblem> random_3x3(int count, uint64_t seed) {
   std::vector<conv::ConvProblem> out;
   while (static_cast<int>(out.size()) < count) {
     conv::ConvProblem p;
-    p.R = p.S = 3;
+    p.R = p.S = r;
     p.N = uni(1, 4);
     p.groups = uni(0, 3) == 0 ? uni(2, 4) : 1;
     p.C = p.groups * std::max<int64_t>(1, channels(300 / p.groups));
     p.K = p.groups * std::max<int64_t>(1, channels(300 / p.groups));
     if (p.groups > 1 && p.C == p.groups) p.C *= 2;  // depthwise is rejected, tested elsewhere
-    p.pad_top = uni(0, 2), p.pad_bottom = uni(0, 2), p.pad_left = uni(0, 2),
-    p.pad_right = uni(0, 2);
-    p.H = uni(std::max<int64_t>(1, 3 - p.pad_top - p.pad_bottom), 70);
-    p.W = uni(std::max<int64_t>(1, 3 - p.pad_left - p.pad_right), 70);
+    p.pad_top = uni(0, r - 1), p.pad_bottom = uni(0, r - 1), p.pad_left = uni(0, r - 1),
+    p.pad_right = uni(0, r - 1);
+    p.H = uni(std::max<int64_t>(1, r - p.pad_top - p.pad_bottom), 70);
+    p.W = uni(std::max<int64_t>(1, r - p.pad_left - p.pad_right), 70);
     // Shrink the most expensive dimension until the reference is cheap enough.
-    while (static_cast<double>(p.N) * p.K * p.Cg() * 9 * (p.H + 4) * (p.W + 4) > 2e7) {
+    while (static_cast<double>(p.N) * p.K * p.Cg() * r * r * (p.H + 4) * (p.W + 4) > 2e7) {
       if (p.N > 1)
         --p.N;
       else if (p.H * p.W > 400)
-        p.H = std::max<int64_t>(p.H * 3 / 4, 3), p.W = std::max<int64_t>(p.W * 3 / 4, 3);
+        p.H = std::max<int64_t>(p.H * 3 / 4, r), p.W = std::max<int64_t>(p.W * 3 / 4, r);
       else if (p.K >= p.C)
         p.K = std::max(p.groups, p.K / 2 / p.groups * p.groups);
       else
@@ -231,7 +232,7 @@ std::vector<conv::ConvProblem> random_3x3(int count, uint64_t seed) {
       continue;
     }
     std::ostringstream name;
-    name << "winograd-random#" << out.size();
+    name << "winograd-random-" << r << "x" << r << "#" << out.size();
     p.name = name.str();
     out.push_back(p);
   }
@@ -240,10 +241,12 @@ std::vector<conv::ConvProblem> random_3x3(int count, uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("winograd: F(m,3) transforms reproduce 1D correlation in float64") {
-  check_transforms<2>({0, 1, -1});
-  check_transforms<4>({0, 1, -1, 2, -2});
-  check_transforms<6>({0, 1, -1, 0.5, -0.5, 2, -2});
+TEST_CASE("winograd: F(m,3) and F(m,5) transforms reproduce 1D correlation in float64") {
+  check_transforms<2, 3>({0, 1, -1});
+  check_transforms<4, 3>({0, 1, -1, 2, -2});
+  check_transforms<6, 3>({0, 1, -1, 0.5, -0.5, 2, -2});
+  check_transforms<2, 5>({0, 1, -1, 2, -2});
+  check_transforms<4, 5>({0, 1, -1, 0.5, -0.5, 2, -2});
 }
 
 TEST_CASE("winograd: applicability, configs and errors") {
@@ -266,8 +269,20 @@ TEST_CASE("winograd: applicability, configs and errors") {
     CHECK_FALSE(why.ok);
     CHECK(why.reason.find(words) != std::string::npos);
   };
-  rejected("mb1ic8ih20oc8kh5ph2", "3x3");
-  rejected("mb1ic8ih20iw20oc8kh3kw1ph1pw0", "3x3");
+  rejected("mb1ic8ih20oc8kh7ph3", "3x3 or 5x5");
+  rejected("mb1ic8ih20iw20oc8kh3kw1ph1pw0", "3x3 or 5x5");
+  rejected("mb1ic8ih20iw20oc8kh5kw3ph2pw1", "3x3 or 5x5");
+  rejected("mb1ic8ih20oc8kh5sh2ph2", "stride");
+  // 5x5: F(2x2,5x5) and F(4x4,5x5); no F(6x6,5x5), whose 10x10 tiles the kernels do not have.
+  const auto p5 = conv::parse_descriptor("mb1ic8ih20oc8kh5ph2");
+  REQUIRE(a.applicable(p5).ok);
+  auto configs5 = a.configs(p5);
+  std::sort(configs5.begin(), configs5.end());
+  CHECK(configs5 == std::vector<std::string>{"m2", "m4"});
+  CHECK_THROWS_WITH(a.workspace_bytes(p5, "m6"),
+                    Catch::Contains("config") && Catch::Contains("5x5"));
+  CHECK_THROWS_WITH(a.workspace_bytes(conv::parse_descriptor("mb1ic8ih20oc8kh7ph3"), "m4"),
+                    Catch::Contains("ConvProblem.R"));
   rejected("mb1ic8ih20oc8kh3sh2ph1", "stride");
   rejected("mb1ic8ih21oc8kh3ph2dh1", "dilation");  // H not a multiple of the dilation
   rejected("mb1ic8ih20oc8kh3ph1dh1", "dilation");  // nor the padding
@@ -301,7 +316,7 @@ TEST_CASE("winograd: applicability, configs and errors") {
   CHECK_THROWS_WITH(a.forward(p, "m4", args), Catch::Contains("w:"));
 }
 
-TEST_CASE("winograd: every config on every 3x3 stride-1 layer of shared/layers") {
+TEST_CASE("winograd: every config on every 3x3 and 5x5 stride-1 layer of shared/layers") {
   if (!has_avx2()) return;
   int checked = 0;
   for (const auto& p : convtest::all_layer_problems(8)) {
@@ -315,12 +330,12 @@ TEST_CASE("winograd: every config on every 3x3 stride-1 layer of shared/layers")
     }
     ++checked;
   }
-  CHECK(checked >= 15);  // VGG-16, ResNet-50, AlexNet and the batch-8 layer
+  CHECK(checked >= 16);  // VGG-16, ResNet-50, AlexNet (conv2 is 5x5) and the batch-8 layer
 }
 
 TEST_CASE("winograd: every config on 240 seeded random 3x3 stride-1 problems") {
   if (!has_avx2()) return;
-  const auto problems = random_3x3(240, 20240503);
+  const auto problems = random_problems(240, 20240503, 3);
   int primes = 0, grouped = 0, batched = 0, odd_sizes = 0, asym = 0;
   for (const auto& p : problems) {
     primes += is_prime(p.Cg()) || is_prime(p.Kg());
@@ -338,17 +353,35 @@ TEST_CASE("winograd: every config on 240 seeded random 3x3 stride-1 problems") {
   for (size_t i = 0; i < problems.size(); ++i) check_problem(problems[i], 1000 + i);
 }
 
+TEST_CASE("winograd: every config on 60 seeded random 5x5 stride-1 problems") {
+  if (!has_avx2()) return;
+  const auto problems = random_problems(60, 20261202, 5);
+  int grouped = 0, batched = 0, big_pad = 0;
+  for (const auto& p : problems) {
+    grouped += p.groups > 1;
+    batched += p.N > 1;
+    big_pad += std::max({p.pad_top, p.pad_bottom, p.pad_left, p.pad_right}) >= 3;
+  }
+  CHECK(grouped >= 8);
+  CHECK(batched >= 8);
+  CHECK(big_pad >= 20);  // pads of 3 and 4: partly all-padding tiles
+  for (size_t i = 0; i < problems.size(); ++i) check_problem(problems[i], 2000 + i);
+}
+
 TEST_CASE("winograd: padding of 3 or more, tiny images, batch and group edges") {
   if (!has_avx2()) return;
   for (const char* desc : {
-           "mb2ic5ih24iw12oc36kh3kw3ph3pw2",     // rows of all-padding outputs at the top
-           "mb1ic3ih7iw9oc5kh3kw3ph4pw5",        // all-padding rows and columns on every side
-           "mb3ic1ih1iw1oc1kh3kw3ph1pw1",        // one pixel
-           "mb1ic2ih1iw70oc3kh3kw3ph1pw0",       // one row
-           "mb4ic7ih2iw3oc9kh3kw3ph1pw1",        // 2 x 3 images, batch of 4
-           "g3mb2ic9ih13iw11oc300kh3kw3ph1pw1",  // K/g = 100, not a multiple of 8
-           "mb1ic300ih9iw9oc1kh3kw3ph1pw1",      // one output channel
-           "mb1ic17ih70iw70oc17kh3kw3ph0pw0",    // no padding, 68 x 68 output
+           "mb2ic5ih24iw12oc36kh3kw3ph3pw2",      // rows of all-padding outputs at the top
+           "mb1ic3ih7iw9oc5kh3kw3ph4pw5",         // all-padding rows and columns on every side
+           "mb3ic1ih1iw1oc1kh3kw3ph1pw1",         // one pixel
+           "mb1ic2ih1iw70oc3kh3kw3ph1pw0",        // one row
+           "mb4ic7ih2iw3oc9kh3kw3ph1pw1",         // 2 x 3 images, batch of 4
+           "g3mb2ic9ih13iw11oc300kh3kw3ph1pw1",   // K/g = 100, not a multiple of 8
+           "mb1ic300ih9iw9oc1kh3kw3ph1pw1",       // one output channel
+           "mb1ic17ih70iw70oc17kh3kw3ph0pw0",     // no padding, 68 x 68 output
+           "mb2ic6ih9iw14oc20kh5kw5ph6pw5",       // 5x5: all-padding rows and columns
+           "mb1ic4ih1iw1oc3kh5kw5ph2pw2",         // 5x5, one pixel
+           "g2mb1ic96ih27iw27oc256kh5kw5ph2pw2",  // alexnet conv2's shape: groups, K/g = 128
        }) {
     DYNAMIC_SECTION(desc) {
       check_problem(conv::parse_descriptor(desc), 5);
@@ -373,6 +406,7 @@ TEST_CASE("winograd: dilated problems run as a batch of their dilation phases") 
            "g2mb1ic8ih16iw8oc6kh3kw3ph2pw4dh1dw3",   // groups, dilation 2 x 4
            "mb1ic4ih10iw9oc5kh3kw3ph2pw1dh1dw0",     // dilated rows only
            "mb1ic64ih56iw56oc64kh3kw3ph2pw2dh1dw1",  // shared/layers dilated:3x3_d2
+           "mb1ic6ih20iw16oc8kh5kw5ph4pw2dh1dw0",    // 5x5, dilated rows only
        }) {
     DYNAMIC_SECTION(desc) {
       const conv::ConvProblem p = conv::parse_descriptor(desc);
@@ -384,16 +418,18 @@ TEST_CASE("winograd: dilated problems run as a batch of their dilation phases") 
 
 TEST_CASE("winograd: output does not depend on the thread count") {
   if (!has_avx2()) return;
-  const auto p = conv::parse_descriptor("mb2ic40ih30iw23oc56kh3kw3ph1pw2");
-  convtest::ReferenceCase ref(p, 4);
-  conv::AlignedBuffer one(p.y_bytes()), two(p.y_bytes()), three(p.y_bytes());
-  for (const char* config : {"m2", "m4", "m6"}) {
-    INFO(config);
-    run(p, ref, config, false, 1, one.floats());
-    run(p, ref, config, false, 2, two.floats());
-    run(p, ref, config, true, 3, three.floats());
-    CHECK(std::memcmp(one.data(), two.data(), p.y_bytes()) == 0);
-    CHECK(std::memcmp(one.data(), three.data(), p.y_bytes()) == 0);
+  for (const char* desc : {"mb2ic40ih30iw23oc56kh3kw3ph1pw2", "mb2ic24ih21iw19oc40kh5kw5ph2pw2"}) {
+    const auto p = conv::parse_descriptor(desc);
+    convtest::ReferenceCase ref(p, 4);
+    conv::AlignedBuffer one(p.y_bytes()), two(p.y_bytes()), three(p.y_bytes());
+    for (const std::string& config : winograd().configs(p)) {
+      INFO(desc << " " << config);
+      run(p, ref, config, false, 1, one.floats());
+      run(p, ref, config, false, 2, two.floats());
+      run(p, ref, config, true, 3, three.floats());
+      CHECK(std::memcmp(one.data(), two.data(), p.y_bytes()) == 0);
+      CHECK(std::memcmp(one.data(), three.data(), p.y_bytes()) == 0);
+    }
   }
 }
 
@@ -448,11 +484,14 @@ TEST_CASE("winograd: both schedules, both GEMM kernels, packed and one-shot, mat
         "mb3ic3ih40iw12oc17kh3kw3ph2pw1",
         // One-shot single passes whose per-thread U slices fit (K/g >= 64):
         // the weight transform fused into the GEMM jobs, last group too.
-        "g2mb1ic80ih13iw11oc192kh3kw3ph1pw1", "mb1ic40ih9iw9oc100kh3kw3ph1pw0"}) {
+        "g2mb1ic80ih13iw11oc192kh3kw3ph1pw1", "mb1ic40ih9iw9oc100kh3kw3ph1pw0",
+        // 5x5: F(2x2,5x5) and F(4x4,5x5), fused one-shot pass too.
+        "g2mb1ic20ih15iw13oc72kh5kw5ph2pw1", "mb1ic24ih11iw11oc64kh5kw5ph2pw2"}) {
     const auto p = conv::parse_descriptor(desc);
     convtest::ReferenceCase ref(p, 31);
     conv::AlignedBuffer y(p.y_bytes());
     for (int m : {2, 4, 6}) {
+      if (p.R == 5 && m == 6) continue;
       const auto g = wg::make_geometry(p, m);
       conv::AlignedBuffer u(4 * g.u_floats), uf(4 * g.u_floats), v(4 * g.v_floats),
           mb(4 * g.m_floats);

@@ -1,16 +1,17 @@
-// cpu.winograd: Winograd minimal filtering F(m x m, 3 x 3) for 3x3 stride-1 convolutions (Lavin &
-// Gray, CVPR 2016; NNPACK's F(6x6,3x3); accuracy per Barabasz et al. 2018). This file is the
-// Algorithm object, compiled for any x86-64 CPU (on CPUs without AVX2 + FMA it reports itself
+// cpu.winograd: Winograd minimal filtering F(m x m, r x r) for 3x3 and 5x5 stride-1 convolutions
+// (Lavin & Gray, CVPR 2016; NNPACK's F(6x6,3x3); accuracy per Barabasz et al. 2018). This file is
+// the Algorithm object, compiled for any x86-64 CPU (on CPUs without AVX2 + FMA it reports itself
 // not applicable); the compute is in winograd_avx2.cpp (+ winograd_avx512.cpp for the GEMM),
 // whose header documents the algorithm, layouts and workspace formula.
-// Configs: "m2", "m4", "m6" = output tile 2x2, 4x4, 6x6 (input tile 4x4, 6x6, 8x8).
-// Cost: 2 * (m+2)^2 * K * C/g * N * ceil(OH/m) * ceil(OW/m) flops in the GEMMs, i.e. direct
-// convolution's flops divided by 2.25, 4 and 5.06 (before partial tiles), plus the transforms:
-// O((m+2)^2 (C + K) / m^2) per output pixel, and O((m+2)^2 K C/g) for the weights (once per Plan
-// with packed weights).
+// Configs: "m2", "m4", "m6" = output tile 2x2, 4x4, 6x6 (3x3 kernels: input tile 4x4, 6x6, 8x8);
+// 5x5 kernels have "m2", "m4" (input tile 6x6, 8x8: F(2x2,5x5), F(4x4,5x5)).
+// Cost: 2 * alpha^2 * K * C/g * N * ceil(OH/m) * ceil(OW/m) flops in the GEMMs (alpha = m + r - 1),
+// i.e. direct convolution's flops divided by 2.25, 4 and 5.06 for 3x3 and by 2.78 and 6.25 for
+// 5x5 (before partial tiles), plus the transforms: O(alpha^2 (C + K) / m^2) per output pixel,
+// and O(alpha^2 K C/g) for the weights (once per Plan with packed weights).
 // Workspace: U + V + M (see winograd_avx2.cpp). It always includes U, which forward() only uses
 // when no packed weights are given: workspace_bytes() does not know which path a caller takes.
-// Dilated 3x3 stride-1 problems whose H, W and pads are multiples of the dilation run as the
+// Dilated stride-1 problems whose H, W and pads are multiples of the dilation run as the
 // batch of their dilation phases (space_to_batch.hpp), with the input and output as phases in
 // the workspace (+ round64(x bytes) + round64(y bytes)) and one extra pass over each.
 #include <algorithm>
@@ -37,15 +38,16 @@ int parse_config(const std::string& config) {
 Geometry make_geometry(const ConvProblem& p, int m, int64_t chunk_bytes) {
   Geometry g;
   g.m = m;
-  g.alpha = m + 2;
+  g.r = static_cast<int>(p.R);
+  g.alpha = m + g.r - 1;
   g.points = g.alpha * g.alpha;
   g.OH = p.OH();
   g.OW = p.OW();
-  // Padding of 3 or more adds outputs whose window is all padding; tiling them would only add
+  // Padding of r or more adds outputs whose window is all padding; tiling them would only add
   // the rounding noise of their tile's other inputs to a result that is exactly the bias.
-  g.row_lo = std::max<int64_t>(0, p.pad_top - 2);
+  g.row_lo = std::max<int64_t>(0, p.pad_top - (g.r - 1));
   g.row_end = std::min(g.OH, p.pad_top + p.H);
-  g.col_lo = std::max<int64_t>(0, p.pad_left - 2);
+  g.col_lo = std::max<int64_t>(0, p.pad_left - (g.r - 1));
   g.col_end = std::min(g.OW, p.pad_left + p.W);
   g.TH = (g.row_end - g.row_lo + m - 1) / m;
   g.TW = (g.col_end - g.col_lo + m - 1) / m;
@@ -131,9 +133,9 @@ class Winograd final : public Algorithm {
   Applicability applicable(const ConvProblem& p) const override {
     if (cpu_isa() == CpuIsa::scalar)
       return Applicability::no("needs AVX2 and FMA, which this CPU does not have");
-    if (p.R != 3 || p.S != 3)
+    if (p.R != p.S || (p.R != 3 && p.R != 5))
       return Applicability::no("kernel is " + std::to_string(p.R) + "x" + std::to_string(p.S) +
-                               ", Winograd F(m,3) needs 3x3");
+                               ", Winograd F(m,3) / F(m,5) needs 3x3 or 5x5");
     if (p.stride_h != 1 || p.stride_w != 1) return Applicability::no("needs stride 1");
     if ((p.dilation_h != 1 || p.dilation_w != 1) && !dilation_batch_problem(p))
       return Applicability::no(
@@ -151,6 +153,11 @@ class Winograd final : public Algorithm {
 
   std::vector<std::string> configs(const ConvProblem& problem) const override {
     const ConvProblem p = dilation_batch_problem(problem).value_or(problem);
+    // 5x5: F(4x4,5x5) has 6.25x fewer multiplications than direct convolution, F(2x2,5x5) 2.78x
+    // but less padding on tiny images.
+    if (p.R == 5)
+      return p.OH() <= 8 || p.OW() <= 8 ? std::vector<std::string>{"m2", "m4"}
+                                        : std::vector<std::string>{"m4", "m2"};
     // Default first (measured on VGG-16 / ResNet-50 with 2 threads): m4 is best or close on most
     // layers; m6 wins on large images with few channels, where the transforms dominate; m2 on
     // tiny images, where bigger tiles are mostly padding and U (P * K * C floats) is read for
@@ -265,6 +272,11 @@ class Winograd final : public Algorithm {
     const int m = winograd::parse_config(config);
     if (m == 0)
       throw Error("config: cpu.winograd has \"m2\", \"m4\", \"m6\", got \"" + config + "\"");
+    if (p.R != p.S || (p.R != 3 && p.R != 5))
+      throw Error("ConvProblem.R: cpu.winograd needs a 3x3 or 5x5 kernel, got " +
+                  std::to_string(p.R) + "x" + std::to_string(p.S));
+    if (p.R == 5 && m == 6)
+      throw Error("config: cpu.winograd has \"m2\" and \"m4\" for 5x5 kernels, got \"m6\"");
     return winograd::make_geometry(undilated(p), m);
   }
   static void require_avx2() {

@@ -15,13 +15,14 @@ namespace conv::kernels::winograd {
 inline constexpr int64_t kBlockK = 16;
 inline constexpr int64_t kVec = 8;
 
-/// How one problem is cut into Winograd tiles for F(m x m, 3 x 3).
+/// How one problem is cut into Winograd tiles for F(m x m, r x r).
 struct Geometry {
-  int m = 0;       ///< output tile size (2, 4 or 6)
-  int alpha = 0;   ///< input tile size m + 2
+  int m = 0;       ///< output tile size (2, 4 or 6 for r = 3; 2 or 4 for r = 5)
+  int r = 3;       ///< kernel size (3 or 5)
+  int alpha = 0;   ///< input tile size m + r - 1
   int points = 0;  ///< transform points alpha^2 = number of GEMMs per group
   int64_t OH = 0, OW = 0;
-  /// The tiled "core": output rows [row_lo, row_end) and columns [col_lo, col_end) whose 3x3
+  /// The tiled "core": output rows [row_lo, row_end) and columns [col_lo, col_end) whose r x r
   /// window touches the image. Outputs outside it see only padding and are exactly the bias.
   int64_t row_lo = 0, row_end = 0, col_lo = 0, col_end = 0;
   int64_t TH = 0, TW = 0;  ///< tiles per image: ceil(core rows / m) x ceil(core columns / m)
@@ -74,8 +75,8 @@ void gemm_avx512(int64_t C, const float* u, int64_t kw, const float* v, int64_t 
 /// Parses "m2" / "m4" / "m6"; returns 0 for anything else.
 int parse_config(const std::string& config);
 
-/// The geometry of `p` for tile size m. `chunk_bytes` bounds the V + M buffers of one pass
-/// (0 = the default heuristic); the result never has chunk < 1.
+/// The geometry of `p` (an r x r kernel, r = p.R) for tile size m. `chunk_bytes` bounds the
+/// V + M buffers of one pass (0 = the default heuristic); the result never has chunk < 1.
 Geometry make_geometry(const ConvProblem& p, int m, int64_t chunk_bytes = 0);
 
 /// The accuracy contract of cpu.winograd (winograd_error.cpp): error_bound() and the

@@ -1,15 +1,16 @@
-// cpu.winograd compute, AVX2 + FMA: Winograd minimal filtering F(m x m, 3 x 3), m = 2, 4, 6
+// cpu.winograd compute, AVX2 + FMA: Winograd minimal filtering F(m x m, r x r), m = 2, 4, 6 for
+// r = 3 and m = 2, 4 for r = 5
 // (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016; the per-point
 // batched GEMM and the 8x8-tile F(6x6,3x3) follow NNPACK; transforms and interpolation points in
 // winograd_transforms.hpp; the GEMM for AVX-512 CPUs in winograd_avx512.cpp).
 //
-// Per group g, with alpha = m + 2 and P = alpha^2 transform points:
+// Per group g, with alpha = m + r - 1 and P = alpha^2 transform points:
 //   1. weight transform  U[p][k][c] = (G w[k][c] G^T)[p]          (skipped with packed weights)
 //   2. input transform   V[p][c][t] = (B^T d[c][t] B)[p]           for the tiles t of one pass
 //   3. P GEMMs           M[t][p][k] = sum_c U[p][k][c] V[p][c][t]
 //   4. output transform  y[k][tile t] = A^T M[t][.][k] A + bias[k]
 // Tiles are m x m output blocks, numbered t = (n * TH + th) * TW + tw over the whole batch. They
-// cover the output "core" whose 3x3 windows touch the image (all of it unless a padding is 3 or
+// cover the output "core" whose r x r windows touch the image (all of it unless a padding is r or
 // more; outside it y is the bias). A tile reads the alpha x alpha input patch at its output
 // position minus (pad_top, pad_left); reads outside the image are zeros (any padding, also 0 and
 // asymmetric); outputs of the bottom/right partial tiles beyond the core are computed and dropped.
@@ -26,7 +27,7 @@
 // Workspace = 4 * (U + V + M) bytes for a pass of g.chunk tiles (U unused with packed weights);
 // g.chunk keeps V + M near 12 MiB (make_geometry, winograd.cpp).
 //
-// One-shot (no packed weights), step 1 costs writing U, P/9 times the weights (4x for m = 4),
+// One-shot (no packed weights), step 1 costs writing U, P/r^2 times the weights (4x for F(4,3)),
 // which bounds it by store bandwidth rather than arithmetic. When the tiles make one shared pass
 // (small images, where this matters most), each GEMM job transforms only its own output
 // channels into a per-thread slice of the U region, which stays in L2 and is overwritten by the
@@ -44,7 +45,8 @@
 // or 8 output channels (output, transposed back to rows before storing).
 //
 // Cost per group: GEMM 2 * P * Kp * C/g * tiles flops (direct convolution needs
-// 2 * 9 * m^2 * K/g * C/g * tiles: 2.25x, 4x, 5.06x more for m = 2, 4, 6); input transform
+// 2 * r^2 * m^2 * K/g * C/g * tiles: 2.25x, 4x, 5.06x more for F(2,3), F(4,3), F(6,3), 2.78x
+// and 6.25x for F(2,5), F(4,5)); input transform
 // O(P * alpha * C/g * tiles), output transform O(P * m * K/g * tiles), weight transform
 // O(P * K/g * C/g).
 #include <immintrin.h>
@@ -52,6 +54,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/transpose_avx2.hpp"
 #include "cpu/winograd.hpp"
@@ -129,35 +132,41 @@ struct TileCursor {
 // U for input channel c and one block of kw (16 or 8) output channels from kb0, zero beyond Kg:
 // for every point, kw contiguous floats (one cache line for kw = 16).
 // Writes point pt's kw floats to dst + pt * pstride.
-template <int M>
+template <int M, int R>
 void weight_block(const Geometry& g, const float* wg, int64_t kb0, int64_t c, float* dst,
                   int64_t pstride) {
-  constexpr int A = M + 2;
+  constexpr int A = M + R - 1, RR = R * R, NV = RR / 8;  // RR = 8 * NV + 1 for R = 3 and 5
   const int64_t kw = std::min<int64_t>(kBlockK, g.Kp - kb0);
   for (int64_t half = 0; half < kw; half += kVec) {
-    // taps[rs] = tap rs of the 8 filters: taps 0-7 by one load per filter and an 8x8 transpose
-    // (scalar stores read back as vectors would stall on store forwarding), tap 8 gathered.
-    __m256 taps[9];
+    // taps[rs] = tap rs of the 8 filters: taps 8v .. 8v+7 by one load per filter and an 8x8
+    // transpose (scalar stores read back as vectors would stall on store forwarding), the last
+    // tap gathered.
+    __m256 taps[RR];
     alignas(32) float last[8];
+    for (int v = 0; v < NV; ++v) {
+      for (int q = 0; q < 8; ++q) {
+        const int64_t k = kb0 + half + q;
+        taps[8 * v + q] =
+            k < g.Kg ? _mm256_loadu_ps(wg + (k * g.Cg + c) * RR + 8 * v) : _mm256_setzero_ps();
+      }
+      transpose8x8_avx(taps + 8 * v);
+    }
     for (int q = 0; q < 8; ++q) {
       const int64_t k = kb0 + half + q;
-      const float* f = wg + (k * g.Cg + c) * 9;
-      taps[q] = k < g.Kg ? _mm256_loadu_ps(f) : _mm256_setzero_ps();
-      last[q] = k < g.Kg ? f[8] : 0.0f;
+      last[q] = k < g.Kg ? wg[(k * g.Cg + c) * RR + RR - 1] : 0.0f;
     }
-    transpose8x8_avx(taps);
-    taps[8] = _mm256_load_ps(last);
+    taps[RR - 1] = _mm256_load_ps(last);
     // Columns first: t[i][s] = sum_r G[i][r] w[r][s]; then rows: U[i][j] = sum_s t[i][s] G[j][s].
-    __m256 t[A][3];
-    for (int s = 0; s < 3; ++s) {
-      const __m256 col[3] = {taps[s], taps[3 + s], taps[6 + s]};
-      __m256 out[A];
-      weight_1d<M>(col, out);
+    __m256 t[A][R];
+    for (int s = 0; s < R; ++s) {
+      __m256 col[R], out[A];
+      for (int r = 0; r < R; ++r) col[r] = taps[r * R + s];
+      weight_mr<M, R>(col, out);
       for (int i = 0; i < A; ++i) t[i][s] = out[i];
     }
     for (int i = 0; i < A; ++i) {
       __m256 out[A];
-      weight_1d<M>(t[i], out);
+      weight_mr<M, R>(t[i], out);
       for (int j = 0; j < A; ++j) _mm256_storeu_ps(dst + (i * A + j) * pstride + half, out[j]);
     }
   }
@@ -170,20 +179,20 @@ constexpr int64_t kWeightRun = 16;
 // [c0, c0 + kWeightRun): transformed into an L1 buffer, then copied out as one contiguous run per
 // point (writing the P points' rows directly would interleave P streams of 64-byte stores).
 // `ukb` is where U's point 0 holds block kb (U + kb * kBlockK * C/g), `pstride` U's point stride.
-template <int M>
+template <int M, int R>
 void weight_run(const Geometry& g, const float* wg, int64_t kb, int64_t c0, float* ukb,
                 int64_t pstride) {
-  constexpr int P = (M + 2) * (M + 2);
+  constexpr int P = (M + R - 1) * (M + R - 1);
   const int64_t kb0 = kb * kBlockK, kw = std::min<int64_t>(kBlockK, g.Kp - kb0);
   const int64_t cn = std::min(kWeightRun, g.Cg - c0);
   alignas(64) float buf[P * kWeightRun * kBlockK];
-  for (int64_t c = 0; c < cn; ++c) weight_block<M>(g, wg, kb0, c0 + c, buf + c * kw, cn * kw);
+  for (int64_t c = 0; c < cn; ++c) weight_block<M, R>(g, wg, kb0, c0 + c, buf + c * kw, cn * kw);
   for (int pt = 0; pt < P; ++pt)
     std::memcpy(ukb + pt * pstride + c0 * kw, buf + pt * cn * kw,
                 static_cast<size_t>(cn * kw) * sizeof(float));
 }
 
-template <int M>
+template <int M, int R>
 void transform_weights_impl(const ConvProblem& p, const Geometry& g, const float* w, float* u,
                             int threads) {
   const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK;
@@ -192,8 +201,8 @@ void transform_weights_impl(const ConvProblem& p, const Geometry& g, const float
   for (int64_t grp = 0; grp < p.groups; ++grp)
     for (int64_t kb = 0; kb < kblocks; ++kb)
       for (int64_t r = 0; r < runs; ++r)
-        weight_run<M>(g, w + grp * g.Kg * g.Cg * 9, kb, r * kWeightRun,
-                      u + grp * g.points * g.u_pstride + kb * kBlockK * g.Cg, g.u_pstride);
+        weight_run<M, R>(g, w + grp * g.Kg * g.Cg * R * R, kb, r * kWeightRun,
+                         u + grp * g.points * g.u_pstride + kb * kBlockK * g.Cg, g.u_pstride);
 }
 
 // --- input transform --------------------------------------------------------------------------
@@ -223,10 +232,10 @@ TileGroup tile_group(const ConvProblem& p, const Geometry& g, TileCursor& cur, i
 // V[.][c][8 tiles] = B^T d B for channel c of the group's tiles. `xc` is channel c of image 0 of
 // this group, `dst` V's column of the first tile in row c of point 0, `pstride` V's point stride.
 // `prefetch` is a later channel's offset from xc (0 = none).
-template <int M>
+template <int M, int R>
 void input_channel(const ConvProblem& p, const TileGroup& tg, const float* xc, int64_t prefetch,
                    float* dst, int64_t pstride) {
-  constexpr int A = M + 2;
+  constexpr int A = M + R - 1;
   const int64_t H = p.H, W = p.W;
   // h[i][j]: row i of every tile after the horizontal transform, one vector = 8 tiles.
   alignas(32) float h[A][A][8];
@@ -257,13 +266,13 @@ void input_channel(const ConvProblem& p, const TileGroup& tg, const float* xc, i
     }
     transpose8x8_avx(r);
     __m256 out[A];
-    input_1d<M>(r, out);
+    input_mr<M, R>(r, out);
     for (int j = 0; j < A; ++j) _mm256_store_ps(h[i][j], out[j]);
   }
   for (int j = 0; j < A; ++j) {
     __m256 col[A], out[A];
     for (int i = 0; i < A; ++i) col[i] = _mm256_load_ps(h[i][j]);
-    input_1d<M>(col, out);
+    input_mr<M, R>(col, out);
     for (int i = 0; i < A; ++i) _mm256_storeu_ps(dst + (i * A + j) * pstride, out[i]);
   }
 }
@@ -272,7 +281,7 @@ void input_channel(const ConvProblem& p, const TileGroup& tg, const float* xc, i
 // channels [c0, c1). V is [point][c][ld] with point stride `pstride`. Channels are the outer loop
 // over batches of groups, so that x is read row by row along a band of the image and V row by
 // row, both in streams the hardware prefetchers follow.
-template <int M>
+template <int M, int R>
 void input_tiles(const ConvProblem& p, const Geometry& g, const float* xg, int64_t first,
                  int64_t nt, int64_t tg0, int64_t tg1, int64_t c0, int64_t c1, float* v, int64_t ld,
                  int64_t pstride) {
@@ -286,8 +295,8 @@ void input_tiles(const ConvProblem& p, const Geometry& g, const float* xg, int64
       groups[tg - b0] = tile_group(p, g, cur, static_cast<int>(std::min(kVec, nt - tg * kVec)));
     for (int64_t c = c0; c < c1; ++c)
       for (int64_t tg = b0; tg < b1; ++tg)
-        input_channel<M>(p, groups[tg - b0], xg + c * HW, c + 1 < c1 ? HW : 0,
-                         v + c * ld + tg * kVec, pstride);
+        input_channel<M, R>(p, groups[tg - b0], xg + c * HW, c + 1 < c1 ? HW : 0,
+                            v + c * ld + tg * kVec, pstride);
   }
 }
 
@@ -374,10 +383,10 @@ void gemm_job(const Geometry& g, const Schedule& s, const float* uj, int64_t pst
 
 // y for one tile and output channels k0 .. k0+7 (those below Kg) of one group. `mt` is the tile's
 // M at channel k0 (point stride g.m_kstride); `y0` is the tile's top-left output of channel k0.
-template <int M>
+template <int M, int R>
 void output_tile(const Geometry& g, const float* mt, int rows, int cols, int64_t k0,
                  const float* bias_g, float* y0) {
-  constexpr int A = M + 2;
+  constexpr int A = M + R - 1;
   const int kcount = static_cast<int>(std::min<int64_t>(kVec, g.Kg - k0));
   __m256 bias = _mm256_setzero_ps();
   if (bias_g) {
@@ -389,14 +398,14 @@ void output_tile(const Geometry& g, const float* mt, int rows, int cols, int64_t
   for (int i = 0; i < A; ++i) {
     __m256 s[A], out[M];
     for (int j = 0; j < A; ++j) s[j] = _mm256_loadu_ps(mt + (i * A + j) * g.m_kstride);
-    output_1d<M>(s, out);
+    output_mr<M, R>(s, out);
     for (int j = 0; j < M; ++j) _mm256_store_ps(h[i][j], out[j]);
   }
   __m256 o[M][8];  // o[row][col], one vector = 8 channels; columns M..7 are zero
   for (int j = 0; j < M; ++j) {
     __m256 col[A], out[M];
     for (int i = 0; i < A; ++i) col[i] = _mm256_load_ps(h[i][j]);
-    output_1d<M>(col, out);
+    output_mr<M, R>(col, out);
     for (int i = 0; i < M; ++i) o[i][j] = _mm256_add_ps(out[i], bias);
   }
   const int64_t OHW = g.OH * g.OW;
@@ -420,7 +429,7 @@ void output_tile(const Geometry& g, const float* mt, int rows, int cols, int64_t
 }
 
 // y for the tiles [first + tl0, first + tl1) of a pass whose M starts at `mbuf`.
-template <int M>
+template <int M, int R>
 void output_tiles(const ConvProblem& p, const Geometry& g, const float* mbuf, int64_t first,
                   int64_t tl0, int64_t tl1, const float* bias_g, float* yg) {
   const int64_t OHW = g.OH * g.OW, tstride = g.points * g.m_kstride;
@@ -431,7 +440,7 @@ void output_tiles(const ConvProblem& p, const Geometry& g, const float* mbuf, in
     const int cols = static_cast<int>(std::min<int64_t>(M, g.col_end - col));
     float* y0 = yg + cur.n * p.K * OHW + row * g.OW + col;
     for (int64_t k0 = 0; k0 < g.Kg; k0 += kVec)
-      output_tile<M>(g, mbuf + tl * tstride + k0, rows, cols, k0, bias_g, y0 + k0 * OHW);
+      output_tile<M, R>(g, mbuf + tl * tstride + k0, rows, cols, k0, bias_g, y0 + k0 * OHW);
   }
 }
 
@@ -453,7 +462,7 @@ void fill_outside_core(const ConvProblem& p, const Geometry& g, int64_t plane, c
   }
 }
 
-template <int M>
+template <int M, int R>
 void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, const float* x,
                   const float* w, float* u_fill, const float* u, const float* bias, float* y,
                   float* v, float* mbuf, int threads) {
@@ -474,7 +483,7 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
       const float* ug = u + grp * P * g.u_pstride;
       const float* bias_g = bias ? bias + grp * g.Kg : nullptr;
       float* yg = y + grp * g.Kg * OHW;
-      const float* wg = w ? w + grp * g.Kg * g.Cg * 9 : nullptr;
+      const float* wg = w ? w + grp * g.Kg * g.Cg * R * R : nullptr;
       float* ug_fill = u_fill ? u_fill + grp * P * g.u_pstride : nullptr;
       const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK, per_job = job_channels(s) / kBlockK;
       const int64_t runs = (g.Cg + kWeightRun - 1) / kWeightRun;
@@ -489,7 +498,7 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
 #pragma omp for collapse(2) schedule(static)
         for (int64_t kb = 0; kb < kblocks; ++kb)
           for (int64_t r = 0; r < runs; ++r)
-            weight_run<M>(g, wg, kb, r * kWeightRun, ug_fill + kb * kBlockK * g.Cg, g.u_pstride);
+            weight_run<M, R>(g, wg, kb, r * kWeightRun, ug_fill + kb * kBlockK * g.Cg, g.u_pstride);
       }
       if (s.per_thread) {
         // Thread i owns V slice i and tiles [i*sub, (i+1)*sub) of M.
@@ -500,13 +509,13 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
 #pragma omp for schedule(dynamic)
         for (int64_t pass = 0; pass < passes; ++pass) {
           const int64_t first = pass * s.sub, nt = std::min(s.sub, g.tiles - first);
-          input_tiles<M>(p, g, xg, first, nt, 0, (nt + kVec - 1) / kVec, 0, g.Cg, my_v, s.sub_pad,
-                         s.sub_v_pstride);
+          input_tiles<M, R>(p, g, xg, first, nt, 0, (nt + kVec - 1) / kVec, 0, g.Cg, my_v,
+                            s.sub_pad, s.sub_v_pstride);
           for (int64_t pt = 0; pt < P; ++pt)
             for (int64_t kj = 0; kj < kjobs; ++kj)
               gemm_job(g, s, ug + kj * job_channels(s) * g.Cg, g.u_pstride, my_v, s.sub_pad,
                        s.sub_v_pstride, my_m, nt, pt, kj);
-          output_tiles<M>(p, g, my_m, first, 0, nt, bias_g, yg);
+          output_tiles<M, R>(p, g, my_m, first, 0, nt, bias_g, yg);
         }
         continue;
       }
@@ -518,9 +527,10 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
 #pragma omp for collapse(2) schedule(static)
         for (int64_t gb = 0; gb < gblocks; ++gb)
           for (int64_t cb = 0; cb < cblocks; ++cb)
-            input_tiles<M>(p, g, xg, first, nt, gb * kGroupBlock,
-                           std::min(tgroups, (gb + 1) * kGroupBlock), cb * kChannelBlock,
-                           std::min(g.Cg, (cb + 1) * kChannelBlock), v, g.chunk_pad, g.v_pstride);
+            input_tiles<M, R>(p, g, xg, first, nt, gb * kGroupBlock,
+                              std::min(tgroups, (gb + 1) * kGroupBlock), cb * kChannelBlock,
+                              std::min(g.Cg, (cb + 1) * kChannelBlock), v, g.chunk_pad,
+                              g.v_pstride);
         if (fused) {
           // Each job transforms its output channels' weights for every point into its thread's
           // small slice of the U region, which its GEMMs then read from L2 and the next job
@@ -530,8 +540,8 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
           for (int64_t kj = 0; kj < kjobs; ++kj) {
             for (int64_t kb = kj * per_job; kb < std::min(kblocks, (kj + 1) * per_job); ++kb)
               for (int64_t r = 0; r < runs; ++r)
-                weight_run<M>(g, wg, kb, r * kWeightRun,
-                              my_u + (kb - kj * per_job) * kBlockK * g.Cg, job_pstride);
+                weight_run<M, R>(g, wg, kb, r * kWeightRun,
+                                 my_u + (kb - kj * per_job) * kBlockK * g.Cg, job_pstride);
             for (int64_t pt = 0; pt < P; ++pt)
               gemm_job(g, s, my_u, job_pstride, v, g.chunk_pad, g.v_pstride, mbuf, nt, pt, kj);
           }
@@ -544,37 +554,37 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
         }
 #pragma omp for schedule(static)
         for (int64_t tl = 0; tl < nt; tl += kTileBlock)
-          output_tiles<M>(p, g, mbuf, first, tl, std::min(nt, tl + kTileBlock), bias_g, yg);
+          output_tiles<M, R>(p, g, mbuf, first, tl, std::min(nt, tl + kTileBlock), bias_g, yg);
       }
     }
   }
+}
+
+// The instantiations: F(2,3), F(4,3), F(6,3), F(2,5), F(4,5).
+template <class F>
+void dispatch(const Geometry& g, F&& f) {
+  if (g.r == 5) {
+    if (g.m == 2) return f(std::integral_constant<int, 2>{}, std::integral_constant<int, 5>{});
+    return f(std::integral_constant<int, 4>{}, std::integral_constant<int, 5>{});
+  }
+  if (g.m == 2) return f(std::integral_constant<int, 2>{}, std::integral_constant<int, 3>{});
+  if (g.m == 4) return f(std::integral_constant<int, 4>{}, std::integral_constant<int, 3>{});
+  return f(std::integral_constant<int, 6>{}, std::integral_constant<int, 3>{});
 }
 
 }  // namespace
 
 void transform_weights_avx2(const ConvProblem& p, const Geometry& g, const float* w, float* u,
                             int threads) {
-  switch (g.m) {
-    case 2:
-      return transform_weights_impl<2>(p, g, w, u, threads);
-    case 4:
-      return transform_weights_impl<4>(p, g, w, u, threads);
-    default:
-      return transform_weights_impl<6>(p, g, w, u, threads);
-  }
+  dispatch(g, [&](auto m, auto r) { transform_weights_impl<m(), r()>(p, g, w, u, threads); });
 }
 
 void forward_avx2(const ConvProblem& p, const Geometry& g, const Schedule& s, const float* x,
                   const float* w, float* u_fill, const float* u, const float* bias, float* y,
                   float* v, float* mbuf, int threads) {
-  switch (g.m) {
-    case 2:
-      return forward_impl<2>(p, g, s, x, w, u_fill, u, bias, y, v, mbuf, threads);
-    case 4:
-      return forward_impl<4>(p, g, s, x, w, u_fill, u, bias, y, v, mbuf, threads);
-    default:
-      return forward_impl<6>(p, g, s, x, w, u_fill, u, bias, y, v, mbuf, threads);
-  }
+  dispatch(g, [&](auto m, auto r) {
+    forward_impl<m(), r()>(p, g, s, x, w, u_fill, u, bias, y, v, mbuf, threads);
+  });
 }
 
 }  // namespace conv::kernels::winograd

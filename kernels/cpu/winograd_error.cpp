@@ -8,14 +8,14 @@
 // An output (i, j) of a tile is A^T [ sum_c (G g_kc G^T) .* (B^T d_c B) ] A, so its computed value
 // differs from the exact one by at most gamma * E with the componentwise magnitude
 //   E_o = sum_c sum_{a,b} |A^T|_ia |A^T|_jb (|G| |g_kc| |G|^T)_ab (|B^T| |d_c| |B|)_ab,
-// d_c the alpha x alpha input tile of channel c (zero outside the image), g_kc the 3x3 kernel.
+// d_c the alpha x alpha input tile of channel c (zero outside the image), g_kc the r x r kernel.
 // Rounding steps on the way: the input transform, two 1D passes of at most alpha terms each; the
-// weight transform, two passes of 3 terms plus the rounding of G's constants (1/6, 2/9, ...: one
+// weight transform, two passes of r terms plus the rounding of G's constants (1/6, 2/9, ...: one
 // u each); the product (u); the output transform, two passes of at most alpha terms; the bias (u).
-// That is a chain of n = 4 alpha + 10 roundings plus the fp32 channel sum over C/g terms; with
-// the probabilistic gamma of Higham & Mary (SIAM J. Sci. Comput. 2019), lambda sqrt(n) u, as
+// That is a chain of n = 4 alpha + 2 r + 4 roundings plus the fp32 channel sum over C/g terms;
+// with the probabilistic gamma of Higham & Mary (SIAM J. Sci. Comput. 2019), lambda sqrt(n) u, as
 // exact_order_error_bound() uses for the direct sum:
-//   bound = 2 u sqrt(4 alpha + 10 + C/g)   on   |y - y_ref| / (|bias| + sum|x*w| + E_o).
+//   bound = 2 u sqrt(4 alpha + 2 r + 4 + C/g)   on   |y - y_ref| / (|bias| + sum|x*w| + E_o).
 // (The deterministic gamma_n = n u would allow F(6,3) errors of 0.1% of |y| on random data, more
 // than a wrong tap.) E_o grows with the transforms' entries (F(6,3): |A^T| up to 32, |B^T| up to
 // 21/4): the accuracy price of the larger tiles.
@@ -35,35 +35,36 @@ namespace {
 constexpr int kMaxAlpha = 8;
 using Mat = std::array<std::array<double, kMaxAlpha>, kMaxAlpha>;  // [row][col]
 
-// |B^T| (alpha x alpha), |G| (alpha x 3) and |A^T| (m x alpha), read off the transforms
+// |B^T| (alpha x alpha), |G| (alpha x r) and |A^T| (m x alpha), read off the transforms
 // themselves by applying them to unit vectors, so they cannot drift from the kernels.
 struct AbsMatrices {
   Mat bt{}, g{}, at{};
 };
 
-template <int M>
+template <int M, int R>
 AbsMatrices abs_matrices() {
-  constexpr int A = M + 2;
+  constexpr int A = M + R - 1;
   AbsMatrices r;
   for (int j = 0; j < A; ++j) {
     double e[kMaxAlpha] = {}, o[kMaxAlpha] = {};
     e[j] = 1;
-    input_1d<M, double>(e, o);
+    input_mr<M, R, double>(e, o);
     for (int i = 0; i < A; ++i) r.bt[i][j] = std::fabs(o[i]);
-    output_1d<M, double>(e, o);
+    output_mr<M, R, double>(e, o);
     for (int i = 0; i < M; ++i) r.at[i][j] = std::fabs(o[i]);
   }
-  for (int k = 0; k < 3; ++k) {
-    double e[3] = {}, o[kMaxAlpha] = {};
+  for (int k = 0; k < R; ++k) {
+    double e[R] = {}, o[kMaxAlpha] = {};
     e[k] = 1;
-    weight_1d<M, double>(e, o);
+    weight_mr<M, R, double>(e, o);
     for (int i = 0; i < A; ++i) r.g[i][k] = std::fabs(o[i]);
   }
   return r;
 }
 
-AbsMatrices abs_matrices(int m) {
-  return m == 2 ? abs_matrices<2>() : m == 4 ? abs_matrices<4>() : abs_matrices<6>();
+AbsMatrices abs_matrices(int m, int r) {
+  if (r == 5) return m == 2 ? abs_matrices<2, 5>() : abs_matrices<4, 5>();
+  return m == 2 ? abs_matrices<2, 3>() : m == 4 ? abs_matrices<4, 3>() : abs_matrices<6, 3>();
 }
 
 // out = L |in| R^T for an rows x cols tile `in`: (L: a x rows, R: a x cols), out a x a.
@@ -88,21 +89,21 @@ void sandwich(const Mat& L, const Mat& R, int a, const double* in, int rows, int
 
 double error_bound(const ConvProblem& p, const Geometry& g) {
   const double u = std::ldexp(1.0, -24);
-  return 2.0 * u * std::sqrt(4.0 * g.alpha + 10.0 + static_cast<double>(p.Cg()));
+  return 2.0 * u * std::sqrt(4.0 * g.alpha + 2.0 * g.r + 4.0 + static_cast<double>(p.Cg()));
 }
 
 void add_error_scale(const ConvProblem& p, const Geometry& g, const float* x, const float* w,
                      double* scale, int threads) {
-  const int m = g.m, a = g.alpha, pts = a * a;
+  const int m = g.m, a = g.alpha, pts = a * a, R = g.r, RR = R * R;
   const int64_t Cg = p.Cg(), Kg = p.Kg(), H = p.H, W = p.W, OH = g.OH, OW = g.OW;
-  const AbsMatrices mat = abs_matrices(m);
+  const AbsMatrices mat = abs_matrices(m, R);
   // |G| |g_kc| |G|^T for every (k, c): [k][c][point].
   std::vector<double> U(static_cast<size_t>(p.K * Cg * pts));
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t kc = 0; kc < p.K * Cg; ++kc) {
-    double gk[9];
-    for (int r = 0; r < 9; ++r) gk[r] = w[kc * 9 + r];
-    sandwich(mat.g, mat.g, a, gk, 3, 3, U.data() + kc * pts);
+    double gk[25];
+    for (int r = 0; r < RR; ++r) gk[r] = w[kc * RR + r];
+    sandwich(mat.g, mat.g, a, gk, R, R, U.data() + kc * pts);
   }
 #pragma omp parallel num_threads(threads)
   {

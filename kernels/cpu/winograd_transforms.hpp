@@ -1,5 +1,6 @@
-// The 1D Winograd transforms of cpu.winograd, F(m, 3) for m = 2, 4, 6, written once as templates so
-// that the AVX2 kernel (T = __m256) and the float64 tests (T = double) run the same formulas.
+// The 1D Winograd transforms of cpu.winograd, F(m, 3) for m = 2, 4, 6 and F(m, 5) for m = 2, 4,
+// written once as templates so that the AVX2 kernel (T = __m256) and the float64 tests
+// (T = double) run the same formulas.
 //
 // Construction (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016,
 // section 4; Toom-Cook with the point at infinity): for F(m, 3) with alpha = m + 2 points
@@ -25,6 +26,15 @@
 //           A^T[i] = [0^i, 1, (-1)^i, 2^-i, (-2)^-i, 2^i, (-2)^i, [i == 5]]
 //           G = [1 0 0; -2/9 -2/9 -2/9; -2/9 2/9 -2/9; 32/45 16/45 8/45; 32/45 -16/45 8/45;
 //                1/90 1/45 2/45; 1/90 -1/45 2/45; 0 0 1]
+// F(m, 5) uses the points of F(m + 2, 3) (alpha = m + 4), and with them the same per-point
+// scaling of G: G[j][k] = s_j a_j^k (k < 5; row inf = e_4) with F(m + 2, 3)'s s_j, so B^T is
+// F(m + 2, 3)'s (input_1d<M + 2>), and A^T is the first m rows of the Vandermonde matrix
+// (column inf = e_{m-1}):
+//   F(2,5): A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 1]
+//           G = [1/4 0 0 0 0; -1/6 (1 1 1 1 1); -1/6 (1 -1 1 -1 1); 1/24 (1 2 4 8 16);
+//                1/24 (1 -2 4 -8 16); 0 0 0 0 1]
+//   F(4,5): A^T[i] = [0^i, 1, (-1)^i, 2^-i, (-2)^-i, 2^i, (-2)^i, [i == 3]], i < 4
+//           G[j] = s_j (a_j^0 .. a_j^4), s = 1, -2/9, -2/9, 32/45, 32/45, 1/90, 1/90; row inf e_4
 // The functions below evaluate these products with the usual even/odd sharing (NNPACK's
 // winograd-f6k3 does the same), which is why they are not plain matrix loops.
 // The functions are also __host__ __device__ when compiled by nvcc: cuda.winograd
@@ -165,6 +175,77 @@ CONVTUNE_WINO_HD inline void weight_1d(const T* g, T* u) {
     u[6] = X::madd(g[1], -1.0 / 45, h);
     u[7] = g[2];
   }
+}
+
+/// A^T s for F(m, 5): alpha = m + 4 inputs `s`, m outputs `y` (m = 2, 4).
+template <int M, class T>
+CONVTUNE_WINO_HD inline void output_1d_r5(const T* s, T* y) {
+  using X = Arith<T>;
+  static_assert(M == 2 || M == 4, "F(m,5) for m = 2, 4");
+  if constexpr (M == 2) {
+    y[0] = X::add(X::add(X::add(s[0], s[1]), X::add(s[2], s[3])), s[4]);
+    y[1] = X::add(X::madd(X::sub(s[3], s[4]), 2.0, X::sub(s[1], s[2])), s[5]);
+  } else {
+    const T a = X::add(s[1], s[2]), b = X::sub(s[1], s[2]);  // points +-1
+    const T c = X::add(s[3], s[4]), d = X::sub(s[3], s[4]);  // points +-1/2
+    const T e = X::add(s[5], s[6]), f = X::sub(s[5], s[6]);  // points +-2
+    y[0] = X::add(X::add(s[0], a), X::add(c, e));
+    y[1] = X::madd(f, 2.0, X::madd(d, 0.5, b));
+    y[2] = X::madd(e, 4.0, X::madd(c, 0.25, a));
+    y[3] = X::add(X::madd(f, 8.0, X::madd(d, 0.125, b)), s[7]);
+  }
+}
+
+/// G g for F(m, 5): 5 filter taps `g`, alpha = m + 4 outputs `u` (m = 2, 4).
+template <int M, class T>
+CONVTUNE_WINO_HD inline void weight_1d_r5(const T* g, T* u) {
+  using X = Arith<T>;
+  static_assert(M == 2 || M == 4, "F(m,5) for m = 2, 4");
+  // Even and odd parts of sum_k a^k g_k at a = 1 and a = 2 (and 1/2), shared by +-a.
+  const T e1 = X::add(X::add(g[0], g[2]), g[4]), o1 = X::add(g[1], g[3]);
+  const T e2 = X::madd(g[4], 16.0, X::madd(g[2], 4.0, g[0]));
+  const T o2 = X::madd(g[3], 8.0, X::mul(g[1], 2.0));
+  if constexpr (M == 2) {
+    u[0] = X::mul(g[0], 0.25);
+    u[1] = X::mul(X::add(e1, o1), -1.0 / 6);
+    u[2] = X::mul(X::sub(e1, o1), -1.0 / 6);
+    u[3] = X::mul(X::add(e2, o2), 1.0 / 24);
+    u[4] = X::mul(X::sub(e2, o2), 1.0 / 24);
+    u[5] = g[4];
+  } else {
+    const T eh = X::madd(g[4], 1.0 / 16, X::madd(g[2], 0.25, g[0]));
+    const T oh = X::madd(g[3], 0.125, X::mul(g[1], 0.5));
+    u[0] = g[0];
+    u[1] = X::mul(X::add(e1, o1), -2.0 / 9);
+    u[2] = X::mul(X::sub(e1, o1), -2.0 / 9);
+    u[3] = X::mul(X::add(eh, oh), 32.0 / 45);
+    u[4] = X::mul(X::sub(eh, oh), 32.0 / 45);
+    u[5] = X::mul(X::add(e2, o2), 1.0 / 90);
+    u[6] = X::mul(X::sub(e2, o2), 1.0 / 90);
+    u[7] = g[4];
+  }
+}
+
+/// F(m, r) for r = 3 or 5 by the functions above: B^T d (alpha = m + r - 1 in and out), A^T s
+/// (alpha in, m out) and G g (r in, alpha out).
+template <int M, int R, class T>
+CONVTUNE_WINO_HD inline void input_mr(const T* d, T* o) {
+  static_assert(R == 3 || R == 5, "F(m,3) or F(m,5)");
+  input_1d<M + R - 3>(d, o);
+}
+template <int M, int R, class T>
+CONVTUNE_WINO_HD inline void output_mr(const T* s, T* y) {
+  if constexpr (R == 3)
+    output_1d<M>(s, y);
+  else
+    output_1d_r5<M>(s, y);
+}
+template <int M, int R, class T>
+CONVTUNE_WINO_HD inline void weight_mr(const T* g, T* u) {
+  if constexpr (R == 3)
+    weight_1d<M>(g, u);
+  else
+    weight_1d_r5<M>(g, u);
 }
 
 }  // namespace conv::kernels::winograd
