@@ -1,9 +1,9 @@
 // cpu.winograd beyond the registry-wide test_kernels: the transform matrices in float64, every
 // config on every 3x3 and 5x5 stride-1 layer and on 240 seeded random 3x3 and 60 random 5x5
-// problems against the float64
-// reference (within the declared error_bound, outputs NaN-poisoned first), packed weights giving
-// the bit-identical output of the one-shot path, thread-count invariance, large padding, the
-// error model behind error_bound(), and the rejections.
+// problems against the float64 reference (within the declared error_bound, outputs NaN-poisoned
+// first), packed weights giving the bit-identical output of the one-shot path, thread-count and
+// workspace-alignment invariance, large padding, the error model behind error_bound(), and the
+// rejections.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -296,7 +296,7 @@ TEST_CASE("winograd: applicability, configs and errors") {
   // Workspace = U + V + M of the geometry; packed weights = U.
   for (const std::string& config : configs) {
     const auto g = wg::make_geometry(p, wg::parse_config(config));
-    CHECK(a.workspace_bytes(p, config) == 4u * (g.u_floats + g.v_floats + g.m_floats));
+    CHECK(a.workspace_bytes(p, config) == 4u * (g.u_floats + g.v_floats + g.m_floats) + 64);
     CHECK(a.packed_weights_bytes(p, config) == 4u * g.u_floats);
     CHECK(g.u_floats == p.groups * g.points * g.u_pstride);
     CHECK(g.u_pstride >= g.Kp * g.Cg);
@@ -430,6 +430,26 @@ TEST_CASE("winograd: output does not depend on the thread count") {
       CHECK(std::memcmp(one.data(), two.data(), p.y_bytes()) == 0);
       CHECK(std::memcmp(one.data(), three.data(), p.y_bytes()) == 0);
     }
+  }
+}
+
+TEST_CASE("winograd: a workspace at any 4-byte offset gives the same output") {
+  if (!has_avx2()) return;
+  const auto p = conv::parse_descriptor("g2mb1ic24ih13iw15oc40kh5kw5ph2pw2");
+  convtest::ReferenceCase ref(p, 6);
+  const conv::Algorithm& a = winograd();
+  const size_t bytes = a.workspace_bytes(p, "m4");
+  conv::AlignedBuffer base(p.y_bytes()), y(p.y_bytes()), ws(bytes + 64);
+  run(p, ref, "m4", false, 2, base.floats());
+  for (size_t offset : {4, 16, 36, 60}) {
+    INFO("workspace offset " << offset);
+    conv::poison_nan(y.floats(), p.y_elems());
+    conv::ForwardArgs args;
+    args.x = ref.x(), args.w = ref.w(), args.bias = ref.bias(), args.y = y.floats();
+    args.workspace = static_cast<char*>(ws.data()) + offset, args.workspace_size = bytes,
+    args.threads = 2;
+    a.forward(p, "m4", args);
+    CHECK(std::memcmp(base.data(), y.data(), p.y_bytes()) == 0);
   }
 }
 

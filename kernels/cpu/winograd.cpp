@@ -9,8 +9,11 @@
 // i.e. direct convolution's flops divided by 2.25, 4 and 5.06 for 3x3 and by 2.78 and 6.25 for
 // 5x5 (before partial tiles), plus the transforms: O(alpha^2 (C + K) / m^2) per output pixel,
 // and O(alpha^2 K C/g) for the weights (once per Plan with packed weights).
-// Workspace: U + V + M (see winograd_avx2.cpp). It always includes U, which forward() only uses
-// when no packed weights are given: workspace_bytes() does not know which path a caller takes.
+// Workspace: U + V + M (see winograd_avx2.cpp) from the first 64-byte boundary, plus 64 bytes for
+// that alignment: the GEMM jobs of a shared pass write whole cache lines of M, which a misaligned
+// workspace would make two threads share (alexnet conv2, m4, 2 threads: 1.12 ms aligned, 1.7-1.9
+// ms from a 16-byte aligned malloc). It always includes U, which forward() only uses when no
+// packed weights are given: workspace_bytes() does not know which path a caller takes.
 // Dilated stride-1 problems whose H, W and pads are multiples of the dilation run as the
 // batch of their dilation phases (space_to_batch.hpp), with the input and output as phases in
 // the workspace (+ round64(x bytes) + round64(y bytes)) and one extra pass over each.
@@ -171,7 +174,7 @@ class Winograd final : public Algorithm {
   size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     const winograd::Geometry g = geometry(p, config);
     const size_t phases = dilated(p) ? phase_bytes(p.x_bytes()) + phase_bytes(p.y_bytes()) : 0;
-    return static_cast<size_t>(g.u_floats + g.v_floats + g.m_floats) * sizeof(float) + phases;
+    return static_cast<size_t>(g.u_floats + g.v_floats + g.m_floats) * sizeof(float) + phases + 64;
   }
 
   void forward(const ConvProblem& p, const std::string& config,
@@ -184,28 +187,30 @@ class Winograd final : public Algorithm {
     if (!a.w && !a.packed_weights) throw Error("w: null and no packed weights");
     require_avx2();
     const int threads = resolve_threads(a.threads);  // 0 (or less): the OpenMP default
+    const uintptr_t base = reinterpret_cast<uintptr_t>(a.workspace);
+    float* ws = reinterpret_cast<float*>((base + 63) / 64 * 64);
     if (!dilated(p)) {
-      run(p, config, a, a.x, a.y, threads);
+      run(p, config, a, ws, a.x, a.y, threads);
       return;
     }
     // Dilated: the phases of x as a batch, the batch's output back into y's pixels.
     const ConvProblem q = undilated(p);
     const winograd::Geometry g = geometry(q, config);
-    char* phases = static_cast<char*>(a.workspace) +
+    char* phases = reinterpret_cast<char*>(ws) +
                    static_cast<size_t>(g.u_floats + g.v_floats + g.m_floats) * sizeof(float);
     float* xb = reinterpret_cast<float*>(phases);
     float* yb = reinterpret_cast<float*>(phases + phase_bytes(p.x_bytes()));
     space_to_batch(a.x, xb, p.N, p.C, p.H, p.W, p.dilation_h, p.dilation_w, false, threads);
-    run(q, config, a, xb, yb, threads);
+    run(q, config, a, ws, xb, yb, threads);
     space_to_batch(yb, a.y, p.N, p.K, p.OH(), p.OW(), p.dilation_h, p.dilation_w, true, threads);
   }
 
  private:
-  // forward() of an undilated problem on input x and output y; the rest from `a`.
-  static void run(const ConvProblem& p, const std::string& config, const ForwardArgs& a,
+  // forward() of an undilated problem on input x and output y with the 64-byte aligned
+  // workspace `ws`; the rest from `a`.
+  static void run(const ConvProblem& p, const std::string& config, const ForwardArgs& a, float* ws,
                   const float* x, float* y, int threads) {
     const winograd::Geometry g = geometry(p, config);
-    float* ws = static_cast<float*>(a.workspace);
     // One-shot (no packed weights): the weight transform into the workspace is fused into the
     // first pass (forward_avx2).
     const bool one_shot = a.packed_weights == nullptr;
