@@ -254,13 +254,14 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   // better chunked (mixed, -3% to +5%), so they keep one chunk and runs of one block.
   const int64_t tile_floats = kbl * bl.nw;
   const int64_t chunk = cfg.zmm ? Cg : std::clamp<int64_t>(kChunkFloats / (T * kbl), 1, Cg);
-  int64_t run = chunk == Cg
-                    ? 1
-                    : std::clamp<int64_t>(std::min(kTileFloats / tile_floats,
-                                                   p.groups * l.nkb * bl.count / (4 * threads)),
-                                          1, kMaxRun);
+  const int64_t run =
+      chunk == Cg ? 1
+                  : std::clamp<int64_t>(std::min(kTileFloats / tile_floats,
+                                                 p.groups * l.nkb * bl.count / (4 * threads)),
+                                        1, kMaxRun);
+  // Balanced runs (136 blocks in runs of at most 32: 27 or 28 each, not 28, 28, 28, 28, 24), so
+  // that the threads' equal shares of the tasks are equal shares of the blocks too.
   const int64_t runs = ceil_div(bl.count, run);
-  run = ceil_div(bl.count, runs);
   const int64_t per_group = l.nkb * runs, tasks = p.groups * per_group;
   for (int64_t n = 0; n < p.N; ++n) {
     const float* xn = a.x + n * p.C * p.H * p.W;
@@ -298,8 +299,8 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
       for (int64_t task = begin; task < end; ++task) {
         const int64_t grp = task / per_group, rest = task % per_group;
         const int64_t kb = channels_inner ? rest % l.nkb : rest / runs;
-        const int64_t pb0 = (channels_inner ? rest / l.nkb : rest % runs) * run;
-        const int64_t nb = std::min(run, bl.count - pb0);
+        const int64_t r = channels_inner ? rest / l.nkb : rest % runs;
+        const int64_t pb0 = r * bl.count / runs, nb = (r + 1) * bl.count / runs - pb0;
         for (int64_t i = 0; i < nb; ++i) block_pos(g, bl, pb0 + i, &pos[i]);
         const int64_t gkb = grp * l.nkb + kb;
         const float* wk = wpk + gkb * block_floats;
