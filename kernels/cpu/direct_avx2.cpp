@@ -5,10 +5,12 @@
 // Cost per block: channels*taps*OC*NV ymm FMAs.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "direct_block.hpp"
 #include "direct_kvec_block.hpp"
+#include "direct_view.hpp"
 #include "transpose_avx2.hpp"
 
 namespace conv::kernels::direct {
@@ -110,6 +112,35 @@ void kvec_store_avx2(const float* tile, int n, int lanes, int kvalid, float* y, 
       }
     }
   }
+}
+
+void phase_row2_avx2(const float* src, int64_t W, int64_t first, float* d0, float* d1, int64_t n) {
+  float* d[2] = {d0, d1};
+  // Phase q's valid t: 0 <= 2t + q + first < W; zeros outside.
+  for (int q = 0; q < 2; ++q) {
+    const int64_t f = q + first;
+    const int64_t lo = std::min(n, f >= 0 ? 0 : (1 - f) / 2);
+    const int64_t hi = std::max(lo, std::min(n, W - f <= 0 ? 0 : (W - f + 1) / 2));
+    std::fill(d[q], d[q] + lo, 0.0f);
+    std::fill(d[q] + hi, d[q] + n, 0.0f);
+  }
+  // Source element i goes to phase (i - first) & 1 at t = (i - first) >> 1; pairs from an i of
+  // phase 0 deinterleave into 8 floats of each phase per 16 source floats.
+  const auto put = [&](int64_t i) {
+    const int64_t k = i - first, t = k >> 1;
+    if (t >= 0 && t < n) d[k & 1][t] = src[i];
+  };
+  int64_t i = std::max<int64_t>(0, first);
+  if ((i - first) & 1) put(i++);
+  for (; i + 16 <= W && ((i - first) >> 1) + 8 <= n; i += 16) {
+    const __m256 a = _mm256_loadu_ps(src + i), b = _mm256_loadu_ps(src + i + 8);
+    const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m256 odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    const int64_t t = (i - first) >> 1;
+    _mm256_storeu_ps(d0 + t, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xd8)));
+    _mm256_storeu_ps(d1 + t, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), 0xd8)));
+  }
+  for (; i < W && ((i - first) >> 1) < n; ++i) put(i);
 }
 
 }  // namespace conv::kernels::direct
