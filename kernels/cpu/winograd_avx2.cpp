@@ -56,9 +56,11 @@
 #include <cstring>
 #include <type_traits>
 
+#include "conv/device.hpp"
 #include "cpu/transpose_avx2.hpp"
 #include "cpu/winograd.hpp"
 #include "cpu/winograd_transforms.hpp"
+#include "cpu/winograd_weight_block.hpp"
 
 namespace conv::kernels::winograd {
 
@@ -131,44 +133,18 @@ struct TileCursor {
 
 // U for input channel c and one block of kw (16 or 8) output channels from kb0, zero beyond Kg:
 // for every point, kw contiguous floats (one cache line for kw = 16).
-// Writes point pt's kw floats to dst + pt * pstride.
+// Writes point pt's kw floats to dst + pt * pstride. With AVX-512, 16 filters per zmm.
 template <int M, int R>
 void weight_block(const Geometry& g, const float* wg, int64_t kb0, int64_t c, float* dst,
                   int64_t pstride) {
-  constexpr int A = M + R - 1, RR = R * R, NV = RR / 8;  // RR = 8 * NV + 1 for R = 3 and 5
   const int64_t kw = std::min<int64_t>(kBlockK, g.Kp - kb0);
+  if (kw == kBlockK && cpu_isa() == CpuIsa::avx512)
+    return weight_block_avx512(g, wg, kb0, c, dst, pstride);
   for (int64_t half = 0; half < kw; half += kVec) {
-    // taps[rs] = tap rs of the 8 filters: taps 8v .. 8v+7 by one load per filter and an 8x8
-    // transpose (scalar stores read back as vectors would stall on store forwarding), the last
-    // tap gathered.
-    __m256 taps[RR];
-    alignas(32) float last[8];
-    for (int v = 0; v < NV; ++v) {
-      for (int q = 0; q < 8; ++q) {
-        const int64_t k = kb0 + half + q;
-        taps[8 * v + q] =
-            k < g.Kg ? _mm256_loadu_ps(wg + (k * g.Cg + c) * RR + 8 * v) : _mm256_setzero_ps();
-      }
-      transpose8x8_avx(taps + 8 * v);
-    }
-    for (int q = 0; q < 8; ++q) {
-      const int64_t k = kb0 + half + q;
-      last[q] = k < g.Kg ? wg[(k * g.Cg + c) * RR + RR - 1] : 0.0f;
-    }
-    taps[RR - 1] = _mm256_load_ps(last);
-    // Columns first: t[i][s] = sum_r G[i][r] w[r][s]; then rows: U[i][j] = sum_s t[i][s] G[j][s].
-    __m256 t[A][R];
-    for (int s = 0; s < R; ++s) {
-      __m256 col[R], out[A];
-      for (int r = 0; r < R; ++r) col[r] = taps[r * R + s];
-      weight_mr<M, R>(col, out);
-      for (int i = 0; i < A; ++i) t[i][s] = out[i];
-    }
-    for (int i = 0; i < A; ++i) {
-      __m256 out[A];
-      weight_mr<M, R>(t[i], out);
-      for (int j = 0; j < A; ++j) _mm256_storeu_ps(dst + (i * A + j) * pstride + half, out[j]);
-    }
+    __m256 taps[R * R];
+    load_filter_taps<R>(g, wg, kb0 + half, c, taps);
+    transform_filter_taps<M, R>(
+        taps, [&](int pt, __m256 u) { _mm256_storeu_ps(dst + pt * pstride + half, u); });
   }
 }
 

@@ -8,8 +8,26 @@
 #include <algorithm>
 
 #include "cpu/winograd.hpp"
+#include "cpu/winograd_weight_block.hpp"
 
 namespace conv::kernels::winograd {
+
+// The transforms' arithmetic on 16 lanes (winograd_transforms.hpp); see Arith<__m256>.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+template <>
+struct Arith<__m512> {
+  static __m512 add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
+  static __m512 sub(__m512 a, __m512 b) { return _mm512_sub_ps(a, b); }
+  static __m512 mul(__m512 a, double c) {
+    return _mm512_mul_ps(a, _mm512_set1_ps(static_cast<float>(c)));
+  }
+  static __m512 madd(__m512 a, double c, __m512 b) {
+    return _mm512_fmadd_ps(a, _mm512_set1_ps(static_cast<float>(c)), b);
+  }
+};
+#pragma GCC diagnostic pop
+
 namespace {
 
 // out[j][0 .. 16*(NV-1) + LAST) = sum_c U[c][..] * v[c][j] for NR tiles j. Vector 0 reads the
@@ -83,7 +101,37 @@ void panel(int64_t C, const float* u0, const float* u1, const float* v, int64_t 
   if (t < nt) block<1, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo);
 }
 
+// 16 filters from kb0: the AVX2 8-filter taps of each half, joined into zmm lanes. (GCC 12 warns
+// about the undefined pass-through operand inside _mm512_shuffle_f32x4 itself.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+template <int M, int R>
+void weight_block16(const Geometry& g, const float* wg, int64_t kb0, int64_t c, float* dst,
+                    int64_t pstride) {
+  __m256 lo[R * R], hi[R * R];
+  load_filter_taps<R>(g, wg, kb0, c, lo);
+  load_filter_taps<R>(g, wg, kb0 + kVec, c, hi);
+  __m512 taps[R * R];
+  for (int i = 0; i < R * R; ++i)
+    taps[i] = _mm512_shuffle_f32x4(_mm512_castps256_ps512(lo[i]), _mm512_castps256_ps512(hi[i]),
+                                   0x44);  // lo's two 128-bit lanes, then hi's
+  transform_filter_taps<M, R>(taps,
+                              [&](int pt, __m512 u) { _mm512_storeu_ps(dst + pt * pstride, u); });
+}
+#pragma GCC diagnostic pop
+
 }  // namespace
+
+void weight_block_avx512(const Geometry& g, const float* wg, int64_t kb0, int64_t c, float* dst,
+                         int64_t pstride) {
+  if (g.r == 5) {
+    if (g.m == 2) return weight_block16<2, 5>(g, wg, kb0, c, dst, pstride);
+    return weight_block16<4, 5>(g, wg, kb0, c, dst, pstride);
+  }
+  if (g.m == 2) return weight_block16<2, 3>(g, wg, kb0, c, dst, pstride);
+  if (g.m == 4) return weight_block16<4, 3>(g, wg, kb0, c, dst, pstride);
+  return weight_block16<6, 3>(g, wg, kb0, c, dst, pstride);
+}
 
 void gemm_avx512(int64_t C, const float* u, int64_t kw, const float* v, int64_t ldv, float* out,
                  int64_t ldo, int64_t nt) {
