@@ -1,22 +1,21 @@
 // cpu.winograd: Winograd minimal filtering F(m x m, r x r) for 3x3 and 5x5 stride-1 convolutions
 // (Lavin & Gray, CVPR 2016; NNPACK's F(6x6,3x3); accuracy per Barabasz et al. 2018). This file is
 // the Algorithm object, compiled for any x86-64 CPU (on CPUs without AVX2 + FMA it reports itself
-// not applicable); the compute is in winograd_avx2.cpp (+ winograd_avx512.cpp for the GEMM),
-// whose header documents the algorithm, layouts and workspace formula.
-// Configs: "m2", "m4", "m6" = output tile 2x2, 4x4, 6x6 (3x3 kernels: input tile 4x4, 6x6, 8x8);
-// 5x5 kernels have "m2", "m4" (input tile 6x6, 8x8: F(2x2,5x5), F(4x4,5x5)).
-// Cost: 2 * alpha^2 * K * C/g * N * ceil(OH/m) * ceil(OW/m) flops in the GEMMs (alpha = m + r - 1),
-// i.e. direct convolution's flops divided by 2.25, 4 and 5.06 for 3x3 and by 2.78 and 6.25 for
-// 5x5 (before partial tiles), plus the transforms: O(alpha^2 (C + K) / m^2) per output pixel,
-// and O(alpha^2 K C/g) for the weights (once per Plan with packed weights).
-// Workspace: U + V + M (see winograd_avx2.cpp) from the first 64-byte boundary, plus 64 bytes for
-// that alignment: the GEMM jobs of a shared pass write whole cache lines of M, which a misaligned
-// workspace would make two threads share (alexnet conv2, m4, 2 threads: 1.12 ms aligned, 1.7-1.9
-// ms from a 16-byte aligned malloc). It always includes U, which forward() only uses when no
-// packed weights are given: workspace_bytes() does not know which path a caller takes.
-// Dilated stride-1 problems whose H, W and pads are multiples of the dilation run as the
-// batch of their dilation phases (space_to_batch.hpp), with the input and output as phases in
-// the workspace (+ round64(x bytes) + round64(y bytes)) and one extra pass over each.
+// not applicable); the compute is in winograd_avx2.cpp (+ winograd_avx512.cpp for the GEMM and the
+// weight transform), whose header documents the algorithm, layouts and workspace formula. Configs:
+// "m2", "m4", "m6" = output tile 2x2, 4x4, 6x6 (3x3 kernels: input tile 4x4, 6x6, 8x8); 5x5 kernels
+// have "m2", "m4" (input tile 6x6, 8x8: F(2x2,5x5), F(4x4,5x5)). Cost: 2 * alpha^2 * K * C/g * N *
+// ceil(OH/m) * ceil(OW/m) flops in the GEMMs (alpha = m + r - 1), i.e. direct convolution's flops
+// divided by 2.25, 4 and 5.06 for 3x3 and by 2.78 and 6.25 for 5x5 (before partial tiles), plus the
+// transforms: O(alpha^2 (C + K) / m^2) per output pixel, and O(alpha^2 K C/g) for the weights (once
+// per Plan with packed weights). Workspace: U + V + M (see winograd_avx2.cpp) from the first
+// 64-byte boundary, plus 64 bytes for that alignment: the GEMM jobs of a shared pass write whole
+// cache lines of M, which a misaligned workspace would make two threads share (alexnet conv2, m4, 2
+// threads: 1.12 ms aligned, 1.7-1.9 ms from a 16-byte aligned malloc). It always includes U, which
+// forward() only uses when no packed weights are given: workspace_bytes() does not know which path
+// a caller takes. Dilated stride-1 problems whose H, W and pads are multiples of the dilation run
+// as the batch of their dilation phases (space_to_batch.hpp), with the input and output as phases
+// in the workspace (+ round64(x bytes) + round64(y bytes)) and one extra pass over each.
 #include <algorithm>
 #include <cmath>
 #include <string>

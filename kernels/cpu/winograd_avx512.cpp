@@ -1,8 +1,9 @@
-// cpu.winograd's per-point GEMM for AVX-512 CPUs (the transforms stay in winograd_avx2.cpp): the
-// same U, V and M layouts as the AVX2 kernel, with a 32 (output channels: two zmm vectors, taken
-// from two consecutive 16-channel blocks of U) x 12 (tiles, broadcast from V) register block in
-// 24 zmm accumulators, the BLIS/oneDNN-style microkernel shape that measured fastest here
-// (about 2x the AVX2 6x16 block per core). Cost: 2 * Kp * C/g * tiles flops per point.
+// cpu.winograd's per-point GEMM and weight-transform block for AVX-512 CPUs (the input and output
+// transforms stay in winograd_avx2.cpp): the same U, V and M layouts as the AVX2 kernel, with a
+// 32 (output channels: two zmm vectors, taken from two consecutive 16-channel blocks of U) x 12
+// (tiles, broadcast from V) register block in 24 zmm accumulators, the BLIS/oneDNN-style
+// microkernel shape that measured fastest here (about 2x the AVX2 6x16 block per core). Cost:
+// 2 * Kp * C/g * tiles flops per point.
 #include <immintrin.h>
 
 #include <algorithm>
