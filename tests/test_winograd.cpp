@@ -180,7 +180,8 @@ bool is_prime(int64_t n) {
   return true;
 }
 
-// r x r stride-1 problems as the issue asks: H, W 1..70 (independent), pads 0..r-1 per side, C
+// r x r stride-1 problems as the issue asks: H, W 1..70 (independent), pads 0..2 per side (5x5:
+// 0..6), C
 // and K 1..300 (a third of them prime), N 1..4, a quarter grouped (g 2..4). Sizes shrink until the
 // float64 reference costs at most 20M multiply-adds, so the whole set runs in seconds.
 std::vector<conv::ConvProblem> random_problems(int count, uint64_t seed, int r) {
@@ -211,8 +212,11 @@ std::vector<conv::ConvProblem> random_problems(int count, uint64_t seed, int r) 
     p.C = p.groups * std::max<int64_t>(1, channels(300 / p.groups));
     p.K = p.groups * std::max<int64_t>(1, channels(300 / p.groups));
     if (p.groups > 1 && p.C == p.groups) p.C *= 2;  // depthwise is rejected, tested elsewhere
-    p.pad_top = uni(0, r - 1), p.pad_bottom = uni(0, r - 1), p.pad_left = uni(0, r - 1),
-    p.pad_right = uni(0, r - 1);
+    // 3x3: pads 0..2 as the issue asks; 5x5: up to r + 1, so that some outputs see only padding
+    // and the tiled core starts inside the output (row_lo, col_lo > 0).
+    const int64_t max_pad = r == 3 ? 2 : r + 1;
+    p.pad_top = uni(0, max_pad), p.pad_bottom = uni(0, max_pad), p.pad_left = uni(0, max_pad),
+    p.pad_right = uni(0, max_pad);
     p.H = uni(std::max<int64_t>(1, r - p.pad_top - p.pad_bottom), 70);
     p.W = uni(std::max<int64_t>(1, r - p.pad_left - p.pad_right), 70);
     // Shrink the most expensive dimension until the reference is cheap enough.
@@ -356,15 +360,16 @@ TEST_CASE("winograd: every config on 240 seeded random 3x3 stride-1 problems") {
 TEST_CASE("winograd: every config on 60 seeded random 5x5 stride-1 problems") {
   if (!has_avx2()) return;
   const auto problems = random_problems(60, 20261202, 5);
-  int grouped = 0, batched = 0, big_pad = 0;
+  int grouped = 0, batched = 0, padding_only = 0;
   for (const auto& p : problems) {
     grouped += p.groups > 1;
     batched += p.N > 1;
-    big_pad += std::max({p.pad_top, p.pad_bottom, p.pad_left, p.pad_right}) >= 3;
+    const auto g = wg::make_geometry(p, 4);
+    padding_only += g.row_lo > 0 || g.col_lo > 0 || g.row_end < g.OH || g.col_end < g.OW;
   }
   CHECK(grouped >= 8);
   CHECK(batched >= 8);
-  CHECK(big_pad >= 20);  // pads of 3 and 4: partly all-padding tiles
+  CHECK(padding_only >= 10);  // pads of 5 and 6: outputs outside the tiled core (the bias)
   for (size_t i = 0; i < problems.size(); ++i) check_problem(problems[i], 2000 + i);
 }
 
@@ -433,23 +438,85 @@ TEST_CASE("winograd: output does not depend on the thread count") {
   }
 }
 
-TEST_CASE("winograd: a workspace at any 4-byte offset gives the same output") {
+TEST_CASE("winograd: a workspace at any 4-byte offset gives the same output, inside its bytes") {
   if (!has_avx2()) return;
-  const auto p = conv::parse_descriptor("g2mb1ic24ih13iw15oc40kh5kw5ph2pw2");
-  convtest::ReferenceCase ref(p, 6);
-  const conv::Algorithm& a = winograd();
-  const size_t bytes = a.workspace_bytes(p, "m4");
-  conv::AlignedBuffer base(p.y_bytes()), y(p.y_bytes()), ws(bytes + 64);
-  run(p, ref, "m4", false, 2, base.floats());
-  for (size_t offset : {4, 16, 36, 60}) {
-    INFO("workspace offset " << offset);
-    conv::poison_nan(y.floats(), p.y_elems());
-    conv::ForwardArgs args;
-    args.x = ref.x(), args.w = ref.w(), args.bias = ref.bias(), args.y = y.floats();
-    args.workspace = static_cast<char*>(ws.data()) + offset, args.workspace_size = bytes,
-    args.threads = 2;
-    a.forward(p, "m4", args);
-    CHECK(std::memcmp(base.data(), y.data(), p.y_bytes()) == 0);
+  // The dilated problem's phases fill the end of the workspace, so a kernel that aligned its
+  // start without the 64 spare bytes would write past workspace_size into the guard.
+  for (const char* desc :
+       {"g2mb1ic24ih13iw15oc40kh5kw5ph2pw2", "mb1ic6ih20iw16oc8kh5kw5ph4pw2dh1dw0"}) {
+    const auto p = conv::parse_descriptor(desc);
+    convtest::ReferenceCase ref(p, 6);
+    const conv::Algorithm& a = winograd();
+    const size_t bytes = a.workspace_bytes(p, "m4"), guard = 256;
+    conv::AlignedBuffer base(p.y_bytes()), y(p.y_bytes()), ws(64 + bytes + guard);
+    run(p, ref, "m4", false, 2, base.floats());
+    char* mem = static_cast<char*>(ws.data());
+    for (size_t offset : {4, 16, 36, 60}) {
+      INFO(desc << ": workspace offset " << offset);
+      std::memset(mem, 0x5a, 64 + bytes + guard);
+      conv::poison_nan(y.floats(), p.y_elems());
+      conv::ForwardArgs args;
+      args.x = ref.x(), args.w = ref.w(), args.bias = ref.bias(), args.y = y.floats();
+      args.workspace = mem + offset, args.workspace_size = bytes, args.threads = 2;
+      a.forward(p, "m4", args);
+      CHECK(std::memcmp(base.data(), y.data(), p.y_bytes()) == 0);
+      bool untouched = true;
+      for (size_t i = 0; i < offset; ++i) untouched = untouched && mem[i] == 0x5a;
+      for (size_t i = offset + bytes; i < 64 + bytes + guard; ++i)
+        untouched = untouched && mem[i] == 0x5a;
+      CHECK(untouched);
+    }
+  }
+}
+
+TEST_CASE("winograd: the weight transform (AVX-512: 16 filters per zmm) is G w G^T in float64") {
+  if (!has_avx2()) return;
+  // Every (m, r). K/g = 29 (Kp = 32): a second 16-channel block whose last 3 filters are zero;
+  // K/g = 21 (Kp = 24): an 8-wide tail block, which the AVX2 path transforms on its own.
+  for (const char* desc : {"g2mb1ic6ih9iw9oc58kh3kw3ph1pw1", "g2mb1ic6ih9iw9oc42kh3kw3ph1pw1",
+                           "g2mb1ic6ih9iw9oc58kh5kw5ph2pw2", "g2mb1ic6ih9iw9oc42kh5kw5ph2pw2"}) {
+    const auto p = conv::parse_descriptor(desc);
+    convtest::ReferenceCase ref(p, 8);
+    for (const std::string& config : winograd().configs(p)) {
+      const auto g = wg::make_geometry(p, wg::parse_config(config));
+      const int A = g.alpha, R = g.r;
+      std::vector<float> u(static_cast<size_t>(g.u_floats), -1.0f);
+      wg::transform_weights_avx2(p, g, ref.w(), u.data(), 2);
+      // The float64 1D transform of this (m, r).
+      const auto g1d = [&](const double* in, double* out) {
+        if (R == 3 && g.m == 2) wg::weight_mr<2, 3>(in, out);
+        if (R == 3 && g.m == 4) wg::weight_mr<4, 3>(in, out);
+        if (R == 3 && g.m == 6) wg::weight_mr<6, 3>(in, out);
+        if (R == 5 && g.m == 2) wg::weight_mr<2, 5>(in, out);
+        if (R == 5 && g.m == 4) wg::weight_mr<4, 5>(in, out);
+      };
+      int checked = 0;
+      for (int64_t grp = 0; grp < p.groups; ++grp)
+        for (int64_t k = 0; k < g.Kp; ++k)
+          for (int64_t c = 0; c < g.Cg; ++c) {
+            double t[8][5], col[5], o[8];
+            for (int s = 0; s < R; ++s) {
+              for (int r = 0; r < R; ++r)
+                col[r] = k < g.Kg ? ref.w()[(((grp * g.Kg + k) * g.Cg + c) * R + r) * R + s] : 0.0;
+              g1d(col, o);
+              for (int i = 0; i < A; ++i) t[i][s] = o[i];
+            }
+            const int64_t kb = k / wg::kBlockK, kw = std::min(wg::kBlockK, g.Kp - kb * wg::kBlockK);
+            for (int i = 0; i < A; ++i) {
+              g1d(t[i], o);
+              for (int j = 0; j < A; ++j) {
+                const float got =
+                    u[static_cast<size_t>(grp * g.points * g.u_pstride + (i * A + j) * g.u_pstride +
+                                          kb * wg::kBlockK * g.Cg + c * kw + k % wg::kBlockK)];
+                INFO(desc << " " << config << " group " << grp << " k " << k << " c " << c
+                          << " point " << i * A + j);
+                REQUIRE(std::fabs(got - o[j]) <= 1e-6 * (1 + std::fabs(o[j])));
+                ++checked;
+              }
+            }
+          }
+      CHECK(checked == p.groups * g.Kp * g.Cg * g.points);
+    }
   }
 }
 

@@ -1,10 +1,12 @@
-// 8x8 float transpose in AVX registers, shared by the AVX2 Winograd and FFT kernels (include only
-// from files compiled with -mavx2).
+// 8x8 float transpose in AVX registers, shared by the AVX2 Winograd, FFT, direct and depthwise
+// kernels and by winograd_avx512.cpp (include only from files compiled with -mavx2 or wider).
+// Internal linkage, so that each ISA build keeps its own copy (see winograd_weight_block.hpp).
 #pragma once
 
 #include <immintrin.h>
 
 namespace conv::kernels {
+namespace {
 
 /// Transposes the 8x8 matrix whose row i is r[i], in place (unpack, shuffle, 128-bit permute).
 inline void transpose8x8_avx(__m256 r[8]) {
@@ -26,4 +28,5 @@ inline void transpose8x8_avx(__m256 r[8]) {
   r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
+}  // namespace
 }  // namespace conv::kernels

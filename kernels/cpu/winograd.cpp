@@ -222,7 +222,7 @@ class Winograd final : public Algorithm {
 
  public:
   // Derived in winograd_error.cpp: a componentwise transform term E_o per output plus
-  // 2 u sqrt(4 alpha + 10 + C/g).
+  // 2 u sqrt(4 alpha + 2 r + 4 + C/g).
   double error_bound(const ConvProblem& p, const std::string& config) const override {
     return winograd::error_bound(undilated(p), geometry(p, config));
   }

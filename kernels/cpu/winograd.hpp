@@ -72,9 +72,9 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512);
 void gemm_avx512(int64_t C, const float* u, int64_t kw, const float* v, int64_t ldv, float* out,
                  int64_t ldo, int64_t nt);
 
-/// U of 16 output channels from kb0 (all below Kp) for input channel c: point pt's 16 floats at
-/// dst + pt * pstride, as the AVX2 weight transform writes them, 16 filters per zmm. AVX-512 (F)
-/// only; winograd_avx512.cpp.
+/// U of the 16 output channels from kb0 (zero for those >= K/g) for input channel c: point pt's 16
+/// floats at dst + pt * pstride, as the AVX2 weight transform writes them, 16 filters per zmm.
+/// AVX-512 (F) only; winograd_avx512.cpp.
 void weight_block_avx512(const Geometry& g, const float* wg, int64_t kb0, int64_t c, float* dst,
                          int64_t pstride);
 

@@ -510,7 +510,7 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
         if (fused) {
           // Each job transforms its output channels' weights for every point into its thread's
           // small slice of the U region, which its GEMMs then read from L2 and the next job
-          // overwrites there. All of U (P/9 times the weights) never goes to memory.
+          // overwrites there. All of U (P/r^2 times the weights) never goes to memory.
           float* my_u = ug_fill + omp_get_thread_num() * job_u;
 #pragma omp for schedule(dynamic)
           for (int64_t kj = 0; kj < kjobs; ++kj) {

@@ -1,7 +1,9 @@
 // One block of cpu.winograd's weight transform, U = G w G^T for the filters of kVec (AVX2) or
 // 2 * kVec (AVX-512) consecutive output channels and one input channel, written once over the
 // lane type T (__m256 or __m512, with its Arith<T>) and included only by files compiled with
-// AVX2 (winograd_avx2.cpp, winograd_avx512.cpp).
+// AVX2 (winograd_avx2.cpp, winograd_avx512.cpp). Internal linkage (anonymous namespace), as in
+// fft_impl.hpp: the two ISA builds must never share a symbol, or the linker could hand the AVX2
+// path a copy compiled with AVX-512 instructions.
 #pragma once
 
 #include <immintrin.h>
@@ -13,6 +15,7 @@
 #include "cpu/winograd_transforms.hpp"
 
 namespace conv::kernels::winograd {
+namespace {
 
 /// taps[rs] = tap rs (of R x R) of the 8 filters k0 .. k0+7 of input channel c (zero for
 /// k >= Kg): taps 8v .. 8v+7 by one load per filter and an 8x8 transpose (scalar stores read back
@@ -58,4 +61,5 @@ inline void transform_filter_taps(const T* taps, Store&& store) {
   }
 }
 
+}  // namespace
 }  // namespace conv::kernels::winograd
