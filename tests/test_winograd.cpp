@@ -484,11 +484,7 @@ TEST_CASE("winograd: the weight transform (AVX-512: 16 filters per zmm) is G w G
       wg::transform_weights_avx2(p, g, ref.w(), u.data(), 2);
       // The float64 1D transform of this (m, r).
       const auto g1d = [&](const double* in, double* out) {
-        if (R == 3 && g.m == 2) wg::weight_mr<2, 3>(in, out);
-        if (R == 3 && g.m == 4) wg::weight_mr<4, 3>(in, out);
-        if (R == 3 && g.m == 6) wg::weight_mr<6, 3>(in, out);
-        if (R == 5 && g.m == 2) wg::weight_mr<2, 5>(in, out);
-        if (R == 5 && g.m == 4) wg::weight_mr<4, 5>(in, out);
+        wg::dispatch_mr(g.m, R, [&](auto m, auto r) { wg::weight_mr<m(), r()>(in, out); });
       };
       int checked = 0;
       for (int64_t grp = 0; grp < p.groups; ++grp)

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "conv/problem.hpp"
 
@@ -77,6 +78,21 @@ void gemm_avx512(int64_t C, const float* u, int64_t kw, const float* v, int64_t 
 /// AVX-512 (F) only; winograd_avx512.cpp.
 void weight_block_avx512(const Geometry& g, const float* wg, int64_t kb0, int64_t c, float* dst,
                          int64_t pstride);
+
+/// Calls f(std::integral_constant<int, m>, std::integral_constant<int, r>) for the geometry's
+/// F(m, r): the instantiations F(2,3), F(4,3), F(6,3), F(2,5), F(4,5) (m = 6 otherwise for r = 3,
+/// m = 4 for r = 5).
+template <class F>
+decltype(auto) dispatch_mr(int m, int r, F&& f) {
+  using std::integral_constant;
+  if (r == 5) {
+    if (m == 2) return f(integral_constant<int, 2>{}, integral_constant<int, 5>{});
+    return f(integral_constant<int, 4>{}, integral_constant<int, 5>{});
+  }
+  if (m == 2) return f(integral_constant<int, 2>{}, integral_constant<int, 3>{});
+  if (m == 4) return f(integral_constant<int, 4>{}, integral_constant<int, 3>{});
+  return f(integral_constant<int, 6>{}, integral_constant<int, 3>{});
+}
 
 /// Parses "m2" / "m4" / "m6"; returns 0 for anything else.
 int parse_config(const std::string& config);

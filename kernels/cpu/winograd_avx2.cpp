@@ -54,7 +54,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 
 #include "conv/device.hpp"
 #include "cpu/transpose_avx2.hpp"
@@ -541,29 +540,18 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
   }
 }
 
-// The instantiations: F(2,3), F(4,3), F(6,3), F(2,5), F(4,5).
-template <class F>
-void dispatch(const Geometry& g, F&& f) {
-  if (g.r == 5) {
-    if (g.m == 2) return f(std::integral_constant<int, 2>{}, std::integral_constant<int, 5>{});
-    return f(std::integral_constant<int, 4>{}, std::integral_constant<int, 5>{});
-  }
-  if (g.m == 2) return f(std::integral_constant<int, 2>{}, std::integral_constant<int, 3>{});
-  if (g.m == 4) return f(std::integral_constant<int, 4>{}, std::integral_constant<int, 3>{});
-  return f(std::integral_constant<int, 6>{}, std::integral_constant<int, 3>{});
-}
-
 }  // namespace
 
 void transform_weights_avx2(const ConvProblem& p, const Geometry& g, const float* w, float* u,
                             int threads) {
-  dispatch(g, [&](auto m, auto r) { transform_weights_impl<m(), r()>(p, g, w, u, threads); });
+  dispatch_mr(g.m, g.r,
+              [&](auto m, auto r) { transform_weights_impl<m(), r()>(p, g, w, u, threads); });
 }
 
 void forward_avx2(const ConvProblem& p, const Geometry& g, const Schedule& s, const float* x,
                   const float* w, float* u_fill, const float* u, const float* bias, float* y,
                   float* v, float* mbuf, int threads) {
-  dispatch(g, [&](auto m, auto r) {
+  dispatch_mr(g.m, g.r, [&](auto m, auto r) {
     forward_impl<m(), r()>(p, g, s, x, w, u_fill, u, bias, y, v, mbuf, threads);
   });
 }

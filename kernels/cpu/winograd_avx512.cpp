@@ -125,13 +125,8 @@ void weight_block16(const Geometry& g, const float* wg, int64_t kb0, int64_t c, 
 
 void weight_block_avx512(const Geometry& g, const float* wg, int64_t kb0, int64_t c, float* dst,
                          int64_t pstride) {
-  if (g.r == 5) {
-    if (g.m == 2) return weight_block16<2, 5>(g, wg, kb0, c, dst, pstride);
-    return weight_block16<4, 5>(g, wg, kb0, c, dst, pstride);
-  }
-  if (g.m == 2) return weight_block16<2, 3>(g, wg, kb0, c, dst, pstride);
-  if (g.m == 4) return weight_block16<4, 3>(g, wg, kb0, c, dst, pstride);
-  return weight_block16<6, 3>(g, wg, kb0, c, dst, pstride);
+  dispatch_mr(g.m, g.r,
+              [&](auto m, auto r) { weight_block16<m(), r()>(g, wg, kb0, c, dst, pstride); });
 }
 
 void gemm_avx512(int64_t C, const float* u, int64_t kw, const float* v, int64_t ldv, float* out,

@@ -62,11 +62,6 @@ AbsMatrices abs_matrices() {
   return r;
 }
 
-AbsMatrices abs_matrices(int m, int r) {
-  if (r == 5) return m == 2 ? abs_matrices<2, 5>() : abs_matrices<4, 5>();
-  return m == 2 ? abs_matrices<2, 3>() : m == 4 ? abs_matrices<4, 3>() : abs_matrices<6, 3>();
-}
-
 // out = L |in| R^T for an rows x cols tile `in`: (L: a x rows, R: a x cols), out a x a.
 void sandwich(const Mat& L, const Mat& R, int a, const double* in, int rows, int cols,
               double* out) {
@@ -96,7 +91,8 @@ void add_error_scale(const ConvProblem& p, const Geometry& g, const float* x, co
                      double* scale, int threads) {
   const int m = g.m, a = g.alpha, pts = a * a, R = g.r, RR = R * R;
   const int64_t Cg = p.Cg(), Kg = p.Kg(), H = p.H, W = p.W, OH = g.OH, OW = g.OW;
-  const AbsMatrices mat = abs_matrices(m, R);
+  const AbsMatrices mat =
+      dispatch_mr(m, R, [](auto mm, auto rr) { return abs_matrices<mm(), rr()>(); });
   // |G| |g_kc| |G|^T for every (k, c): [k][c][point].
   std::vector<double> U(static_cast<size_t>(p.K * Cg * pts));
 #pragma omp parallel for schedule(static) num_threads(threads)

@@ -114,32 +114,46 @@ CONVTUNE_WINO_HD inline void input_1d(const T* d, T* o) {
   }
 }
 
-/// A^T s: alpha inputs `s`, m outputs `y`.
-template <int M, class T>
-CONVTUNE_WINO_HD inline void output_1d(const T* s, T* y) {
+/// A^T s for alpha = A points and m = M outputs: rows i < m of the points' Vandermonde matrix,
+/// the point at infinity in row m - 1. F(m, 3) (A = m + 2) and F(m, 5) (A = m + 4) share these
+/// rows, as their points are the same (see above); only the row that takes s_inf differs.
+template <int A, int M, class T>
+CONVTUNE_WINO_HD inline void output_rows(const T* s, T* y) {
   using X = Arith<T>;
-  static_assert(M == 2 || M == 4 || M == 6, "F(m,3) for m = 2, 4, 6");
-  if constexpr (M == 2) {
+  static_assert(
+      (A == 4 && M == 2) || (A == 6 && (M == 2 || M == 4)) || (A == 8 && (M == 4 || M == 6)),
+      "F(2,3), F(4,3), F(6,3), F(2,5), F(4,5)");
+  if constexpr (A == 4) {
     y[0] = X::add(X::add(s[0], s[1]), s[2]);
     y[1] = X::add(X::sub(s[1], s[2]), s[3]);
-  } else if constexpr (M == 4) {
-    const T a = X::add(s[1], s[2]), b = X::sub(s[1], s[2]);
-    const T c = X::add(s[3], s[4]), d = X::sub(s[3], s[4]);
-    y[0] = X::add(X::add(s[0], a), c);
-    y[1] = X::madd(d, 2.0, b);
-    y[2] = X::madd(c, 4.0, a);
-    y[3] = X::add(X::madd(d, 8.0, b), s[5]);
   } else {
+    T r[6];
     const T a = X::add(s[1], s[2]), b = X::sub(s[1], s[2]);  // points +-1
-    const T c = X::add(s[3], s[4]), d = X::sub(s[3], s[4]);  // points +-1/2
-    const T e = X::add(s[5], s[6]), f = X::sub(s[5], s[6]);  // points +-2
-    y[0] = X::add(X::add(s[0], a), X::add(c, e));
-    y[1] = X::madd(f, 2.0, X::madd(d, 0.5, b));
-    y[2] = X::madd(e, 4.0, X::madd(c, 0.25, a));
-    y[3] = X::madd(f, 8.0, X::madd(d, 0.125, b));
-    y[4] = X::madd(e, 16.0, X::madd(c, 0.0625, a));
-    y[5] = X::add(X::madd(f, 32.0, X::madd(d, 0.03125, b)), s[7]);
+    if constexpr (A == 6) {
+      const T c = X::add(s[3], s[4]), d = X::sub(s[3], s[4]);  // points +-2
+      r[0] = X::add(X::add(s[0], a), c);
+      r[1] = X::madd(d, 2.0, b);
+      r[2] = X::madd(c, 4.0, a);
+      r[3] = X::madd(d, 8.0, b);
+    } else {
+      const T c = X::add(s[3], s[4]), d = X::sub(s[3], s[4]);  // points +-1/2
+      const T e = X::add(s[5], s[6]), f = X::sub(s[5], s[6]);  // points +-2
+      r[0] = X::add(X::add(s[0], a), X::add(c, e));
+      r[1] = X::madd(f, 2.0, X::madd(d, 0.5, b));
+      r[2] = X::madd(e, 4.0, X::madd(c, 0.25, a));
+      r[3] = X::madd(f, 8.0, X::madd(d, 0.125, b));
+      r[4] = X::madd(e, 16.0, X::madd(c, 0.0625, a));
+      r[5] = X::madd(f, 32.0, X::madd(d, 0.03125, b));
+    }
+    for (int i = 0; i < M - 1; ++i) y[i] = r[i];
+    y[M - 1] = X::add(r[M - 1], s[A - 1]);
   }
+}
+
+/// A^T s for F(m, 3): alpha = m + 2 inputs `s`, m outputs `y`.
+template <int M, class T>
+CONVTUNE_WINO_HD inline void output_1d(const T* s, T* y) {
+  output_rows<M + 2, M>(s, y);
 }
 
 /// G g: 3 filter taps `g`, alpha outputs `u`.
@@ -174,25 +188,6 @@ CONVTUNE_WINO_HD inline void weight_1d(const T* g, T* u) {
     u[5] = X::madd(g[1], 1.0 / 45, h);
     u[6] = X::madd(g[1], -1.0 / 45, h);
     u[7] = g[2];
-  }
-}
-
-/// A^T s for F(m, 5): alpha = m + 4 inputs `s`, m outputs `y` (m = 2, 4).
-template <int M, class T>
-CONVTUNE_WINO_HD inline void output_1d_r5(const T* s, T* y) {
-  using X = Arith<T>;
-  static_assert(M == 2 || M == 4, "F(m,5) for m = 2, 4");
-  if constexpr (M == 2) {
-    y[0] = X::add(X::add(X::add(s[0], s[1]), X::add(s[2], s[3])), s[4]);
-    y[1] = X::add(X::madd(X::sub(s[3], s[4]), 2.0, X::sub(s[1], s[2])), s[5]);
-  } else {
-    const T a = X::add(s[1], s[2]), b = X::sub(s[1], s[2]);  // points +-1
-    const T c = X::add(s[3], s[4]), d = X::sub(s[3], s[4]);  // points +-1/2
-    const T e = X::add(s[5], s[6]), f = X::sub(s[5], s[6]);  // points +-2
-    y[0] = X::add(X::add(s[0], a), X::add(c, e));
-    y[1] = X::madd(f, 2.0, X::madd(d, 0.5, b));
-    y[2] = X::madd(e, 4.0, X::madd(c, 0.25, a));
-    y[3] = X::add(X::madd(f, 8.0, X::madd(d, 0.125, b)), s[7]);
   }
 }
 
@@ -235,10 +230,7 @@ CONVTUNE_WINO_HD inline void input_mr(const T* d, T* o) {
 }
 template <int M, int R, class T>
 CONVTUNE_WINO_HD inline void output_mr(const T* s, T* y) {
-  if constexpr (R == 3)
-    output_1d<M>(s, y);
-  else
-    output_1d_r5<M>(s, y);
+  output_rows<M + R - 1, M>(s, y);
 }
 template <int M, int R, class T>
 CONVTUNE_WINO_HD inline void weight_mr(const T* g, T* u) {
