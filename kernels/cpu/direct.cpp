@@ -337,16 +337,21 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
       const int64_t begin = tasks * tid / nth, end = tasks * (tid + 1) / nth;
       BlockCommon cc = common;
       Block b;
+      b.w_run_stride = w_kb_stride;
+      b.y_run_stride = oc * g.OHW;
       VecPos pos[kMaxVecs];
       for (int64_t chunk = 0; chunk < nchunks; ++chunk) {
         const int64_t c0 = chunk * cb;
         cc.channels = std::min(cb, Cg - c0);
         b.accumulate = chunk > 0;
         int64_t cur_vb = -1;
+        // (group, outer, inner) block indices of `begin`, then stepped like an odometer: two
+        // 64-bit divisions per block cost about as much as a block of few (channel, tap) steps.
+        const int64_t n_inner = kb_outer ? nvb : nkb, n_outer = kb_outer ? nkb : nvb;
+        int64_t grp = begin / per_group, outer = begin % per_group / n_inner,
+                inner = begin % per_group % n_inner;
         for (int64_t task = begin; task < end; ++task) {
-          const int64_t grp = task / per_group, rest = task % per_group;
-          const int64_t kb = kb_outer ? rest / nvb : rest % nkb;
-          const int64_t vb = kb_outer ? rest % nvb : rest / nkb;
+          const int64_t kb = kb_outer ? outer : inner, vb = kb_outer ? inner : outer;
           if (vb != cur_vb) {
             cur_vb = vb;
             // Band mode: the vectors of row 0; the row block offsets them below.
@@ -380,7 +385,18 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
           const float* wk = wbase + grp * w_g_stride + kb * w_kb_stride + c0 * cc.w_channel_stride;
           for (int k = 0; k < oc; ++k) b.w[k] = wk + std::min(k, b.kvalid - 1) * w_k_stride;
           b.bias = a.bias ? a.bias + grp * Kg + (g.band ? 0 : k0) : nullptr;
+          // The following full channel blocks of the same vectors, in one call.
+          b.runs = 1;
+          if (!kb_outer && !g.band && kb < Kg / oc) {
+            b.runs = static_cast<int>(std::min(end - task, Kg / oc - kb));
+            task += b.runs - 1;
+            inner += b.runs - 1;
+          }
           fns[b.nvec](cc, b);
+          if (++inner == n_inner) {
+            inner = 0;
+            if (++outer == n_outer) outer = 0, ++grp;
+          }
         }
       }
       if (common.stream) _mm_sfence();  // streaming stores are weakly ordered

@@ -87,6 +87,12 @@ struct Block {
   int kvalid = 0;               ///< block rows stored (1..oc)
   int nvec = 0;                 ///< vectors in use (1..vecs); the SIMD kernels bake it in
   bool accumulate = false;      ///< add to y (a later part of the reduction) instead of bias
+  /// Consecutive output-channel blocks computed for the same vectors, one after the other:
+  /// block r reads weights w[k] + r * w_run_stride and bias from bias + r * oc, and is stored
+  /// y_run_stride floats after block 0; runs > 1 only with kvalid = oc and bias_stride 1.
+  /// Amortises a call over blocks of few (channel, tap) steps.
+  int runs = 1;
+  int64_t w_run_stride = 0, y_run_stride = 0;
 };
 
 /// Computes one block: y = bias + sum over channels and taps of w * x.

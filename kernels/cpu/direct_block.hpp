@@ -6,7 +6,8 @@
 // Method: oneDNN jit_avx2_conv / Georganas et al., SC 2018. OC output channels x NV vectors of
 // V::lanes output positions are accumulated in registers over all (channel, tap) steps of the
 // block's reduction; each step does NV unaligned input loads and OC weight broadcasts for
-// OC*NV FMAs. Cost: channels*taps*OC*NV vector FMAs per block.
+// OC*NV FMAs. Cost: channels*taps*OC*NV vector FMAs per block. One call computes a run of
+// consecutive output-channel blocks for the same vectors.
 #pragma once
 
 #include <xmmintrin.h>
@@ -42,9 +43,11 @@ inline void step(typename V::reg (&acc)[OC][NV], const float* const (&xp)[NV], i
   }
 }
 
+// Output-channel block r of the block's run (Block::runs).
 template <class V, int OC, int NV, bool ONE_TAP>
-void direct_block(const BlockCommon& c, const Block& b) {
+inline void block_in_run(const BlockCommon& c, const Block& b, int r) {
   using R = typename V::reg;
+  const int64_t yo = r * b.y_run_stride;
   R acc[OC][NV];
   if (b.accumulate) {
     CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) {
@@ -54,19 +57,20 @@ void direct_block(const BlockCommon& c, const Block& b) {
         const Segment& g = b.seg[j][sg];
         const typename V::mask m = V::lane_mask(g.lo, g.hi);
         CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) acc[k][j] =
-            V::add(acc[k][j], V::load_mask(g.out + (k < b.kvalid ? k : 0) * c.y_k_stride, m));
+            V::add(acc[k][j], V::load_mask(g.out + yo + (k < b.kvalid ? k : 0) * c.y_k_stride, m));
       }
     }
   } else {
     CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) {
-      const R init = (b.bias && k < b.kvalid) ? V::set1(b.bias[k * c.bias_stride]) : V::zero();
+      const R init =
+          (b.bias && k < b.kvalid) ? V::set1(b.bias[k * c.bias_stride + r * OC]) : V::zero();
       CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) acc[k][j] = init;
     }
   }
   const float* xp[NV];
   CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xp[j] = b.x[j];
   const float* wp[OC];
-  CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) wp[k] = b.w[k];
+  CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) wp[k] = b.w[k] + r * b.w_run_stride;
   const int64_t channels = c.channels, xcs = c.x_channel_stride, wcs = c.w_channel_stride;
   if constexpr (ONE_TAP) {
     // 1x1: the step is one channel; index registers instead of NV+OC pointer bumps per step.
@@ -105,22 +109,28 @@ void direct_block(const BlockCommon& c, const Block& b) {
   CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) {
     const Segment& g0 = b.seg[j][0];
     if (b.nseg[j] == 1 && g0.lo == 0 && g0.hi == V::lanes) {
-      if (c.stream && reinterpret_cast<uintptr_t>(g0.out) % (4 * V::lanes) == 0) {
+      float* out = g0.out + yo;
+      if (c.stream && reinterpret_cast<uintptr_t>(out) % (4 * V::lanes) == 0) {
         CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) if (k < b.kvalid)
-            V::stream(g0.out + k * c.y_k_stride, acc[k][j]);
+            V::stream(out + k * c.y_k_stride, acc[k][j]);
         continue;
       }
       CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) if (k < b.kvalid)
-          V::storeu(g0.out + k * c.y_k_stride, acc[k][j]);
+          V::storeu(out + k * c.y_k_stride, acc[k][j]);
       continue;
     }
     for (int sg = 0; sg < b.nseg[j]; ++sg) {
       const Segment& g = b.seg[j][sg];
       const typename V::mask m = V::lane_mask(g.lo, g.hi);
       CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) if (k < b.kvalid)
-          V::store_mask(g.out + k * c.y_k_stride, m, acc[k][j]);
+          V::store_mask(g.out + yo + k * c.y_k_stride, m, acc[k][j]);
     }
   }
+}
+
+template <class V, int OC, int NV, bool ONE_TAP>
+void direct_block(const BlockCommon& c, const Block& b) {
+  for (int r = 0; r < b.runs; ++r) block_in_run<V, OC, NV, ONE_TAP>(c, b, r);
 }
 
 // The kernel for `nv` vectors (1..MaxNV) of an OC block, for each tap specialisation.

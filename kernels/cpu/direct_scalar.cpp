@@ -8,25 +8,30 @@
 namespace conv::kernels::direct {
 namespace {
 
+// Output-channel block r of the block's run (Block::runs).
 template <int OC>
-void block(const BlockCommon& c, const Block& b) {
+void block_in_run(const BlockCommon& c, const Block& b, int r) {
   const int lanes = c.lanes;
+  const int64_t yo = r * b.y_run_stride;
+  const float* w[OC];
+  for (int k = 0; k < OC; ++k) w[k] = b.w[k] + r * b.w_run_stride;
+  const float* bias = b.bias ? b.bias + r * OC : nullptr;
   for (int j = 0; j < b.nvec; ++j) {
     float acc[OC][kMaxLanes];
     for (int k = 0; k < OC; ++k)
       for (int l = 0; l < lanes; ++l)
-        acc[k][l] = (b.bias && k < b.kvalid) ? b.bias[k * c.bias_stride] : 0.0f;
+        acc[k][l] = (bias && k < b.kvalid) ? bias[k * c.bias_stride] : 0.0f;
     if (b.accumulate)
       for (int sg = 0; sg < b.nseg[j]; ++sg)
         for (int k = 0; k < b.kvalid; ++k)
           for (int l = b.seg[j][sg].lo; l < b.seg[j][sg].hi; ++l)
-            acc[k][l] = b.seg[j][sg].out[k * c.y_k_stride + l];
+            acc[k][l] = b.seg[j][sg].out[yo + k * c.y_k_stride + l];
     const float* xp = b.x[j];
     for (int64_t ch = 0; ch < c.channels; ++ch) {
       for (int64_t t = 0; t < c.taps; ++t) {
         const float* xv = xp + c.tap[t];
         for (int k = 0; k < OC; ++k) {
-          const float wv = b.w[k][ch * c.w_channel_stride + t * c.w_tap_stride];
+          const float wv = w[k][ch * c.w_channel_stride + t * c.w_tap_stride];
           for (int l = 0; l < lanes; ++l) acc[k][l] += wv * xv[l];
         }
       }
@@ -35,8 +40,13 @@ void block(const BlockCommon& c, const Block& b) {
     for (int sg = 0; sg < b.nseg[j]; ++sg)
       for (int k = 0; k < b.kvalid; ++k)
         for (int l = b.seg[j][sg].lo; l < b.seg[j][sg].hi; ++l)
-          b.seg[j][sg].out[k * c.y_k_stride + l] = acc[k][l];
+          b.seg[j][sg].out[yo + k * c.y_k_stride + l] = acc[k][l];
   }
+}
+
+template <int OC>
+void block(const BlockCommon& c, const Block& b) {
+  for (int r = 0; r < b.runs; ++r) block_in_run<OC>(c, b, r);
 }
 
 }  // namespace
