@@ -313,6 +313,8 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
     w_g_stride = Kg * w_k_stride;
   }
 
+  common.w_kb_stride = w_kb_stride;
+
   // Sweep the smaller operand past the larger one: with more weights than input, all vector
   // blocks for one channel block (its weights stay in L1), else all channel blocks for one
   // vector block (its input rows stay in L1).
@@ -337,8 +339,6 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
       const int64_t begin = tasks * tid / nth, end = tasks * (tid + 1) / nth;
       BlockCommon cc = common;
       Block b;
-      b.w_run_stride = w_kb_stride;
-      b.y_run_stride = oc * g.OHW;
       VecPos pos[kMaxVecs];
       for (int64_t chunk = 0; chunk < nchunks; ++chunk) {
         const int64_t c0 = chunk * cb;

@@ -57,6 +57,7 @@ struct BlockCommon {
   int64_t prefetch_ahead = 0;    ///< floats past a tap's input prefetched; 0: no prefetches
   int64_t w_channel_stride = 0;  ///< weight floats between input channels
   int64_t w_tap_stride = 0;      ///< weight floats between taps
+  int64_t w_kb_stride = 0;       ///< weight floats between output-channel blocks (Block::runs)
   int64_t y_k_stride = 0;        ///< output floats between block rows k (channels or rows)
   int64_t bias_stride = 1;       ///< bias values between block rows k (0: one shared value)
   int lanes = 8;                 ///< output positions per vector
@@ -88,11 +89,10 @@ struct Block {
   int nvec = 0;                 ///< vectors in use (1..vecs); the SIMD kernels bake it in
   bool accumulate = false;      ///< add to y (a later part of the reduction) instead of bias
   /// Consecutive output-channel blocks computed for the same vectors, one after the other:
-  /// block r reads weights w[k] + r * w_run_stride and bias from bias + r * oc, and is stored
-  /// y_run_stride floats after block 0; runs > 1 only with kvalid = oc and bias_stride 1.
-  /// Amortises a call over blocks of few (channel, tap) steps.
+  /// block r reads weights w[k] + r * w_kb_stride and bias from bias + r * oc, and is stored
+  /// r * oc * y_k_stride floats after block 0; runs > 1 only with kvalid = oc and channel
+  /// blocks (not band rows). Amortises a call over blocks of few (channel, tap) steps.
   int runs = 1;
-  int64_t w_run_stride = 0, y_run_stride = 0;
 };
 
 /// Computes one block: y = bias + sum over channels and taps of w * x.

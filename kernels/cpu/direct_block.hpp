@@ -47,7 +47,7 @@ inline void step(typename V::reg (&acc)[OC][NV], const float* const (&xp)[NV], i
 template <class V, int OC, int NV, bool ONE_TAP>
 inline void block_in_run(const BlockCommon& c, const Block& b, int r) {
   using R = typename V::reg;
-  const int64_t yo = r * b.y_run_stride;
+  const int64_t yo = r * OC * c.y_k_stride;
   R acc[OC][NV];
   if (b.accumulate) {
     CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) {
@@ -70,7 +70,7 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r) {
   const float* xp[NV];
   CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xp[j] = b.x[j];
   const float* wp[OC];
-  CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) wp[k] = b.w[k] + r * b.w_run_stride;
+  CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) wp[k] = b.w[k] + r * c.w_kb_stride;
   const int64_t channels = c.channels, xcs = c.x_channel_stride, wcs = c.w_channel_stride;
   if constexpr (ONE_TAP) {
     // 1x1: the step is one channel; index registers instead of NV+OC pointer bumps per step.

@@ -12,9 +12,9 @@ namespace {
 template <int OC>
 void block_in_run(const BlockCommon& c, const Block& b, int r) {
   const int lanes = c.lanes;
-  const int64_t yo = r * b.y_run_stride;
+  const int64_t yo = r * OC * c.y_k_stride;
   const float* w[OC];
-  for (int k = 0; k < OC; ++k) w[k] = b.w[k] + r * b.w_run_stride;
+  for (int k = 0; k < OC; ++k) w[k] = b.w[k] + r * c.w_kb_stride;
   const float* bias = b.bias ? b.bias + r * OC : nullptr;
   for (int j = 0; j < b.nvec; ++j) {
     float acc[OC][kMaxLanes];
