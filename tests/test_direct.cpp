@@ -137,28 +137,31 @@ TEST_CASE("cpu.direct: chunked reductions, band blocks, partial vectors and K ta
   }
 }
 
-TEST_CASE("cpu.direct: the two-phase row split of stride-2 views is the strided copy") {
+TEST_CASE("cpu.direct: the one-pass row split of stride-2 and stride-4 views is the strided copy") {
   if (conv::cpu_isa() == conv::CpuIsa::scalar) return;
-  std::vector<float> src(64);
+  std::vector<float> src(96);
   for (size_t i = 0; i < src.size(); ++i) src[i] = 1.0f + static_cast<float>(i);
   int checked = 0;
-  for (int64_t W = 1; W <= 45; ++W)
-    for (int64_t first = -4; first <= 2; ++first)
-      for (int64_t n = 1; n <= 28; ++n) {
-        std::vector<float> d(2 * n + 2, -7.0f);  // poison, and one guard float after each phase
-        conv::kernels::direct::phase_row2_avx2(src.data(), W, first, d.data(), d.data() + n + 1, n);
-        for (int64_t q = 0; q < 2; ++q)
-          for (int64_t t = 0; t < n; ++t) {
-            const int64_t i = 2 * t + q + first;
-            const float want = i >= 0 && i < W ? src[i] : 0.0f;
-            INFO("W " << W << " first " << first << " n " << n << " phase " << q << " t " << t);
-            REQUIRE(d[q * (n + 1) + t] == want);
+  for (int step : {2, 4})
+    for (int64_t W = 1; W <= 90; ++W)
+      for (int64_t first = -5; first <= 3; ++first)
+        for (int64_t n = 1; n <= 28; ++n) {
+          // Poison, and one guard float after each phase.
+          std::vector<float> d(step * (n + 1), -7.0f);
+          conv::kernels::direct::phase_rows_avx2(src.data(), W, first, step, d.data(), n + 1, n);
+          for (int64_t q = 0; q < step; ++q) {
+            for (int64_t t = 0; t < n; ++t) {
+              const int64_t i = step * t + q + first;
+              const float want = i >= 0 && i < W ? src[i] : 0.0f;
+              INFO("step " << step << " W " << W << " first " << first << " n " << n << " phase "
+                           << q << " t " << t);
+              REQUIRE(d[q * (n + 1) + t] == want);
+            }
+            REQUIRE(d[q * (n + 1) + n] == -7.0f);  // nothing past phase q's n floats
           }
-        REQUIRE(d[n] == -7.0f);  // nothing past phase 0's n floats
-        REQUIRE(d[2 * n + 1] == -7.0f);
-        ++checked;
-      }
-  CHECK(checked == 45 * 7 * 28);
+          ++checked;
+        }
+  CHECK(checked == 2 * 90 * 9 * 28);
 }
 
 TEST_CASE("cpu.direct: strides beyond the padded input keep a small view (no overflow)") {

@@ -22,7 +22,8 @@
 // (R + oc - 1)/R for band blocks; plus N*C*(H+pads)*(W+pads) copies for the input view when one
 // is needed. Threads share (output-channel or row block x vector block) tasks.
 // Workspace: 64 + round64(8*taps) bytes (tap offsets) + round64(4*(C*plane + slack)) bytes when
-// the input is copied + round64(4*g*taps*oc) bytes of band weights. Packed weights (Plan):
+// the input is copied + round64(4*g*taps*oc) bytes of band weights + round64(8*chunk
+// channels*taps) bytes of step offsets (at most 4096 steps, else none). Packed weights (Plan):
 // K-blocked [g][K/g/oc][C/g][R*S][oc] with the last block zero-filled, or the band weights.
 #include "direct.hpp"
 
@@ -141,6 +142,10 @@ VecPos vec_pos(const Geometry& g, int64_t v) {
   return r;
 }
 
+// Steps of one chunk (channels x taps) up to which the kernels get a table of their view offsets
+// (BlockCommon::step_x): 32 KiB of table; longer reductions have many taps per channel.
+constexpr int64_t kMaxStepTable = 4096;
+
 // Input channels per reduction chunk (kChunkBytes), balanced over the chunks.
 int64_t chunk_channels(const ConvProblem& p, const Geometry& g, const Config& cfg) {
   // A vector block reads, per channel, R rows (times the column phases the taps hit) of about
@@ -163,6 +168,13 @@ int64_t flat_prefetch_ahead(const Geometry& g, const Config& cfg, int64_t chunk_
   const bool far = g.plane * sizeof(float) >= 2048;
   const bool spills = chunk_channels * cfg.vecs * g.lanes * sizeof(float) > 32 * 1024;
   return far && spills ? 8 * g.plane : 0;
+}
+
+// Entries of the step table for (p, cfg): chunk channels x taps, or 0 for none (1x1 kernels,
+// long reductions).
+int64_t step_table_entries(const ConvProblem& p, const Geometry& g, const Config& cfg) {
+  const int64_t n = chunk_channels(p, g, cfg) * g.taps;
+  return g.flat || n > kMaxStepTable ? 0 : n;
 }
 
 bool cpu_has(BlockIsa isa) {
@@ -238,7 +250,8 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
     throw Error("config: cpu.direct " + config +
                 " (a band block) needs a depthwise problem with stride_h = dilation_h = 1");
   const Geometry g = make_geometry(p, cfg.lanes(), cfg.band ? cfg.oc : 0, cfg.aligned);
-  const size_t need = workspace_for(g);
+  const int64_t n_steps = step_table_entries(p, g, cfg);
+  const size_t need = workspace_for(g) + round64(n_steps * sizeof(int64_t));
   if (a.workspace_size < need || !a.workspace)
     throw Error("workspace: cpu.direct " + config + " needs " + std::to_string(need) +
                 " bytes, got " + std::to_string(a.workspace ? a.workspace_size : 0));
@@ -262,6 +275,10 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   float* view_buf = reinterpret_cast<float*>(reinterpret_cast<char*>(tap) + g.tap_bytes);
   float* band_buf = view_buf + round64(g.copy_floats * sizeof(float)) / sizeof(float);
   fill_taps(p, g, tap);
+  int64_t* step_x =
+      reinterpret_cast<int64_t*>(band_buf + round64(g.band_floats * sizeof(float)) / sizeof(float));
+  for (int64_t i = 0; i < n_steps; i += g.taps)
+    for (int64_t t = 0; t < g.taps; ++t) step_x[i + t] = i / g.taps * g.plane + tap[t];
 
   const int64_t Cg = p.Cg(), Kg = p.Kg(), T = g.taps;
   const int oc = cfg.oc;
@@ -274,6 +291,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   BlockCommon common;
   common.taps = T;
   common.tap = tap;
+  common.step_x = n_steps ? step_x : nullptr;
   common.x_channel_stride = g.plane;
   common.prefetch_ahead = g.flat ? flat_prefetch_ahead(g, cfg, cb) : prefetch_ahead(p, g);
   common.y_k_stride = g.band ? g.OW : g.OHW;
@@ -412,7 +430,8 @@ class Direct final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.direct"; }
   // 2: 1x1 planes that are not whole cache lines are read in place unless "_aligned".
-  std::string version() const override { return "2"; }
+  // 3: one loop over the (channel, tap) steps; one-pass stride-2/4 view rows (same sums).
+  std::string version() const override { return "3"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem& p) const override {
@@ -476,7 +495,9 @@ class Direct final : public Algorithm {
 
   size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     const direct::Config c = direct::parse_config(config);
-    return direct::workspace_for(direct::make_geometry(p, c.lanes(), c.band ? c.oc : 0, c.aligned));
+    const direct::Geometry g = direct::make_geometry(p, c.lanes(), c.band ? c.oc : 0, c.aligned);
+    return direct::workspace_for(g) +
+           direct::round64(direct::step_table_entries(p, g, c) * sizeof(int64_t));
   }
 
   void forward(const ConvProblem& p, const std::string& config,

@@ -53,6 +53,10 @@ struct BlockCommon {
   int64_t channels = 0;          ///< input channels summed over (C/groups)
   int64_t taps = 0;              ///< steps per channel: R*S, or (R + oc - 1)*S for band blocks
   const int64_t* tap = nullptr;  ///< input view offset of each step
+  /// Null, or the view offset of every (channel, tap) step of a block's channels in order,
+  /// channel * x_channel_stride + tap[t] (then w_channel_stride = taps * w_tap_stride): the SIMD
+  /// kernels run the reduction as one loop over these steps.
+  const int64_t* step_x = nullptr;
   int64_t x_channel_stride = 0;  ///< input view floats between channels
   int64_t prefetch_ahead = 0;    ///< floats past a tap's input prefetched; 0: no prefetches
   int64_t w_channel_stride = 0;  ///< weight floats between input channels

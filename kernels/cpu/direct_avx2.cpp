@@ -114,33 +114,69 @@ void kvec_store_avx2(const float* tile, int n, int lanes, int kvalid, float* y, 
   }
 }
 
-void phase_row2_avx2(const float* src, int64_t W, int64_t first, float* d0, float* d1, int64_t n) {
-  float* d[2] = {d0, d1};
-  // Phase q's valid t: 0 <= 2t + q + first < W; zeros outside.
-  for (int q = 0; q < 2; ++q) {
+namespace {
+
+// phase_rows_avx2 for one step: constant divisions, t stepped instead of divided out.
+template <int STEP>
+void phase_rows(const float* src, int64_t W, int64_t first, float* d0, int64_t d_stride,
+                int64_t n) {
+  // Phase q's valid t: 0 <= STEP*t + q + first < W; zeros outside.
+  for (int q = 0; q < STEP; ++q) {
+    float* d = d0 + q * d_stride;
     const int64_t f = q + first;
-    const int64_t lo = std::min(n, f >= 0 ? 0 : (1 - f) / 2);
-    const int64_t hi = std::max(lo, std::min(n, W - f <= 0 ? 0 : (W - f + 1) / 2));
-    std::fill(d[q], d[q] + lo, 0.0f);
-    std::fill(d[q] + hi, d[q] + n, 0.0f);
+    const int64_t lo = std::min(n, f >= 0 ? 0 : (STEP - 1 - f) / STEP);
+    const int64_t hi = std::max(lo, std::min(n, W - f <= 0 ? 0 : (W - f + STEP - 1) / STEP));
+    std::fill(d, d + lo, 0.0f);
+    std::fill(d + hi, d + n, 0.0f);
   }
-  // Source element i goes to phase (i - first) & 1 at t = (i - first) >> 1; pairs from an i of
-  // phase 0 deinterleave into 8 floats of each phase per 16 source floats.
-  const auto put = [&](int64_t i) {
-    const int64_t k = i - first, t = k >> 1;
-    if (t >= 0 && t < n) d[k & 1][t] = src[i];
-  };
+  // Source element i (>= first) goes to phase (i - first) % STEP at t = (i - first) / STEP;
+  // from an i of phase 0, 8*STEP source floats deinterleave into 8 floats of each phase.
   int64_t i = std::max<int64_t>(0, first);
-  if ((i - first) & 1) put(i++);
-  for (; i + 16 <= W && ((i - first) >> 1) + 8 <= n; i += 16) {
-    const __m256 a = _mm256_loadu_ps(src + i), b = _mm256_loadu_ps(src + i + 8);
-    const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-    const __m256 odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-    const int64_t t = (i - first) >> 1;
-    _mm256_storeu_ps(d0 + t, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xd8)));
-    _mm256_storeu_ps(d1 + t, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), 0xd8)));
+  int64_t t = (i - first) / STEP;
+  int q = static_cast<int>((i - first) % STEP);
+  for (; i < W && q != 0; ++i) {
+    if (t < n) d0[q * d_stride + t] = src[i];
+    if (++q == STEP) q = 0, ++t;
   }
-  for (; i < W && ((i - first) >> 1) < n; ++i) put(i);
+  for (; i + 8 * STEP <= W && t + 8 <= n; i += 8 * STEP, t += 8) {
+    float* d = d0 + t;
+    const float* s = src + i;
+    if constexpr (STEP == 2) {
+      const __m256 a = _mm256_loadu_ps(s), b = _mm256_loadu_ps(s + 8);
+      const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+      const __m256 odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+      _mm256_storeu_ps(d, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xd8)));
+      _mm256_storeu_ps(d + d_stride,
+                       _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), 0xd8)));
+    } else {
+      // The 8 groups of 4 phases as an 8x4 -> 4x8 transpose, groups r and r + 4 in the two
+      // 128-bit lanes.
+      __m256 g[4];
+      for (int r = 0; r < 4; ++r)
+        g[r] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(s + 4 * r)),
+                                    _mm_loadu_ps(s + 4 * r + 16), 1);
+      const __m256 lo01 = _mm256_unpacklo_ps(g[0], g[1]), lo23 = _mm256_unpacklo_ps(g[2], g[3]);
+      const __m256 hi01 = _mm256_unpackhi_ps(g[0], g[1]), hi23 = _mm256_unpackhi_ps(g[2], g[3]);
+      _mm256_storeu_ps(d, _mm256_shuffle_ps(lo01, lo23, _MM_SHUFFLE(1, 0, 1, 0)));
+      _mm256_storeu_ps(d + d_stride, _mm256_shuffle_ps(lo01, lo23, _MM_SHUFFLE(3, 2, 3, 2)));
+      _mm256_storeu_ps(d + 2 * d_stride, _mm256_shuffle_ps(hi01, hi23, _MM_SHUFFLE(1, 0, 1, 0)));
+      _mm256_storeu_ps(d + 3 * d_stride, _mm256_shuffle_ps(hi01, hi23, _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+  }
+  for (; i < W && t < n; ++i) {
+    d0[q * d_stride + t] = src[i];
+    if (++q == STEP) q = 0, ++t;
+  }
+}
+
+}  // namespace
+
+void phase_rows_avx2(const float* src, int64_t W, int64_t first, int step, float* d0,
+                     int64_t d_stride, int64_t n) {
+  if (step == 2)
+    phase_rows<2>(src, W, first, d0, d_stride, n);
+  else
+    phase_rows<4>(src, W, first, d0, d_stride, n);
 }
 
 }  // namespace conv::kernels::direct

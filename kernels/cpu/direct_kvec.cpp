@@ -24,7 +24,8 @@
 // Cost: N*K*C/g*R*S*OH*OW FMAs with K/g rounded up to whole kb*lanes blocks (and view columns
 // OW..Wq-1 in wide mode); plus the view copy (as cpu.direct) and, one-shot, one pass over the
 // weights. Workspace: cpu.direct's view + round64(4*packed weights) (one-shot) +
-// round64(4*g*K/g rounded up) bytes of bias.
+// round64(4*g*K/g rounded up) bytes of bias + round64(8*chunk channels*R*S) bytes of step
+// offsets (at most 4096 steps, else none).
 #include <omp.h>
 
 #include <algorithm>
@@ -130,6 +131,8 @@ static_assert(every_tile_fits(), "a run's partial sums hold at least one block o
 struct Layout {
   Geometry g;
   Blocking b;
+  int64_t chunk = 0;    // input channels per reduction chunk
+  int64_t n_steps = 0;  // entries of the step table (KvecCommon::step_x), 0 for none
   int64_t kbl = 0, nkb = 0;
   int64_t block_floats = 0;  // packed weights of one output-channel block: C/g*R*S*kbl
   size_t packed_floats = 0, bias_floats = 0;
@@ -144,12 +147,18 @@ Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
   l.block_floats = p.Cg() * p.R * p.S * l.kbl;
   l.packed_floats = static_cast<size_t>(p.groups * l.nkb * l.block_floats);
   l.bias_floats = static_cast<size_t>(p.groups * l.nkb * l.kbl);
+  // AVX2 blocks sum over input channels in chunks whose weights (12 KiB) stay in L1 (see
+  // kvec_forward).
+  const int64_t T = p.R * p.S;
+  l.chunk = c.zmm ? p.Cg() : std::clamp<int64_t>(kChunkFloats / (T * l.kbl), 1, p.Cg());
+  // A table of 32 KiB at most; longer reductions have many taps per channel.
+  l.n_steps = l.g.flat || l.chunk * T > 4096 ? 0 : l.chunk * T;
   return l;
 }
 
 size_t workspace_bytes_for(const Layout& l, bool with_weights) {
   return workspace_for(l.g) + (with_weights ? round64(l.packed_floats * sizeof(float)) : 0) +
-         round64(l.bias_floats * sizeof(float));
+         round64(l.bias_floats * sizeof(float)) + round64(l.n_steps * sizeof(int64_t));
 }
 
 bool cpu_runs(const KvecConfig& c) {
@@ -217,7 +226,11 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   float* view_buf = reinterpret_cast<float*>(reinterpret_cast<char*>(tap) + g.tap_bytes);
   float* wbuf = view_buf + round64(g.copy_floats * sizeof(float)) / sizeof(float);
   float* bias_buf = wbuf + (packed ? 0 : round64(l.packed_floats * sizeof(float)) / sizeof(float));
+  int64_t* step_x =
+      reinterpret_cast<int64_t*>(bias_buf + round64(l.bias_floats * sizeof(float)) / sizeof(float));
   fill_taps(p, g, tap);
+  for (int64_t i = 0; i < l.n_steps; i += p.R * p.S)
+    for (int64_t t = 0; t < p.R * p.S; ++t) step_x[i + t] = i / (p.R * p.S) * g.plane + tap[t];
 
   const int64_t Cg = p.Cg(), Kg = p.Kg(), T = p.R * p.S, kbl = l.kbl, L = cfg.lanes();
   const float* wpk = packed ? static_cast<const float*>(a.packed_weights) : wbuf;
@@ -244,6 +257,7 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   common.channels = Cg;
   common.taps = T;
   common.tap = tap;
+  common.step_x = l.n_steps ? step_x : nullptr;
   common.x_channel_stride = g.plane;
   common.prefetch_ahead = prefetch_ahead(p, g);
 
@@ -253,7 +267,7 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   // resnet50 res4_3x3_s2 -10%, alexnet conv2 and conv5 -4%). AVX-512 blocks measured no
   // better chunked (mixed, -3% to +5%), so they keep one chunk and runs of one block.
   const int64_t tile_floats = kbl * bl.nw;
-  const int64_t chunk = cfg.zmm ? Cg : std::clamp<int64_t>(kChunkFloats / (T * kbl), 1, Cg);
+  const int64_t chunk = l.chunk;
   const int64_t run =
       chunk == Cg ? 1
                   : std::clamp<int64_t>(std::min(kTileFloats / tile_floats,
@@ -354,7 +368,8 @@ class DirectKvec final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.direct_kvec"; }
   // 2: 1x1 planes that are not whole cache lines are read in place unless "_aligned".
-  std::string version() const override { return "2"; }
+  // 3: one loop over the (channel, tap) steps; one-pass stride-2/4 view rows (same sums).
+  std::string version() const override { return "3"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 

@@ -32,6 +32,9 @@ struct KvecCommon {
   int64_t channels = 0;          ///< input channels summed over (C/groups, or one chunk)
   int64_t taps = 0;              ///< R*S
   const int64_t* tap = nullptr;  ///< input view offset of each tap
+  /// Null, or the view offset of every (channel, tap) step of `channels` in order, channel *
+  /// x_channel_stride + tap[t]: the kernel runs the reduction as one loop over these steps.
+  const int64_t* step_x = nullptr;
   int64_t x_channel_stride = 0;  ///< input view floats between channels
   int64_t prefetch_ahead = 0;    ///< floats past a tap's input prefetched; 0: no prefetches
 };

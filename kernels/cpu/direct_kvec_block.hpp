@@ -51,6 +51,18 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
   if constexpr (ONE_TAP) {
     for (int64_t ch = 0; ch < channels; ++ch, x += xcs, w += KB * L)
       kvec_step<V, KB, NW>(acc, x, w);
+  } else if (const int64_t* step_x = c.step_x) {
+    // One loop over all (channel, tap) steps, as cpu.direct's (direct_block.hpp).
+    const int64_t steps = channels * c.taps;
+    for (int64_t i = 0; i < steps; ++i, w += KB * L) {
+      const float* xt = x + step_x[i];
+      if (ahead) {
+        _mm_prefetch(reinterpret_cast<const char*>(xt + ahead), _MM_HINT_T0);
+        if constexpr (NW > 8)
+          _mm_prefetch(reinterpret_cast<const char*>(xt + ahead + NW - 1), _MM_HINT_T0);
+      }
+      kvec_step<V, KB, NW>(acc, xt, w);
+    }
   } else {
     const int64_t taps = c.taps;
     const int64_t* tap = c.tap;

@@ -98,9 +98,11 @@ void fill_taps(const ConvProblem& p, const Geometry& g, int64_t* tap);
 /// Copies image `x` (C x H x W) into the view `v`. Call inside a parallel region (every thread);
 /// ends with the barrier of its omp for.
 void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v);
-/// One input row split into its two column phases at once: d_q[t] = src[2t + q + first] for
-/// t < n (q = 0, 1), zero where that index is outside [0, W). One pass over the row, 8-lane
-/// deinterleaves (direct_avx2.cpp; needs AVX2).
-void phase_row2_avx2(const float* src, int64_t W, int64_t first, float* d0, float* d1, int64_t n);
+/// One input row split into its `step` (2 or 4) column phases at once: phase q's floats
+/// d0[q * d_stride + t] = src[step*t + q + first] for t < n, zero where that index is outside
+/// [0, W). One pass over the row, 8 floats per phase from each 8*step source floats
+/// (direct_avx2.cpp; needs AVX2).
+void phase_rows_avx2(const float* src, int64_t W, int64_t first, int step, float* d0,
+                     int64_t d_stride, int64_t n);
 
 }  // namespace conv::kernels::direct
