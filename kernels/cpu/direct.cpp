@@ -142,10 +142,6 @@ VecPos vec_pos(const Geometry& g, int64_t v) {
   return r;
 }
 
-// Steps of one chunk (channels x taps) up to which the kernels get a table of their view offsets
-// (BlockCommon::step_x): 32 KiB of table; longer reductions have many taps per channel.
-constexpr int64_t kMaxStepTable = 4096;
-
 // Input channels per reduction chunk (kChunkBytes), balanced over the chunks.
 int64_t chunk_channels(const ConvProblem& p, const Geometry& g, const Config& cfg) {
   // A vector block reads, per channel, R rows (times the column phases the taps hit) of about
@@ -170,11 +166,9 @@ int64_t flat_prefetch_ahead(const Geometry& g, const Config& cfg, int64_t chunk_
   return far && spills ? 8 * g.plane : 0;
 }
 
-// Entries of the step table for (p, cfg): chunk channels x taps, or 0 for none (1x1 kernels,
-// long reductions).
-int64_t step_table_entries(const ConvProblem& p, const Geometry& g, const Config& cfg) {
-  const int64_t n = chunk_channels(p, g, cfg) * g.taps;
-  return g.flat || n > kMaxStepTable ? 0 : n;
+// Entries of the step table for cpu.direct's reduction chunks (direct_view.hpp).
+int64_t steps_in_table(const ConvProblem& p, const Geometry& g, const Config& cfg) {
+  return step_table_entries(g, chunk_channels(p, g, cfg));
 }
 
 bool cpu_has(BlockIsa isa) {
@@ -250,7 +244,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
     throw Error("config: cpu.direct " + config +
                 " (a band block) needs a depthwise problem with stride_h = dilation_h = 1");
   const Geometry g = make_geometry(p, cfg.lanes(), cfg.band ? cfg.oc : 0, cfg.aligned);
-  const int64_t n_steps = step_table_entries(p, g, cfg);
+  const int64_t n_steps = steps_in_table(p, g, cfg);
   const size_t need = workspace_for(g) + round64(n_steps * sizeof(int64_t));
   if (a.workspace_size < need || !a.workspace)
     throw Error("workspace: cpu.direct " + config + " needs " + std::to_string(need) +
@@ -277,8 +271,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   fill_taps(p, g, tap);
   int64_t* step_x =
       reinterpret_cast<int64_t*>(band_buf + round64(g.band_floats * sizeof(float)) / sizeof(float));
-  for (int64_t i = 0; i < n_steps; i += g.taps)
-    for (int64_t t = 0; t < g.taps; ++t) step_x[i + t] = i / g.taps * g.plane + tap[t];
+  fill_steps(g, tap, n_steps, step_x);
 
   const int64_t Cg = p.Cg(), Kg = p.Kg(), T = g.taps;
   const int oc = cfg.oc;
@@ -497,7 +490,7 @@ class Direct final : public Algorithm {
     const direct::Config c = direct::parse_config(config);
     const direct::Geometry g = direct::make_geometry(p, c.lanes(), c.band ? c.oc : 0, c.aligned);
     return direct::workspace_for(g) +
-           direct::round64(direct::step_table_entries(p, g, c) * sizeof(int64_t));
+           direct::round64(direct::steps_in_table(p, g, c) * sizeof(int64_t));
   }
 
   void forward(const ConvProblem& p, const std::string& config,

@@ -151,8 +151,7 @@ Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
   // kvec_forward).
   const int64_t T = p.R * p.S;
   l.chunk = c.zmm ? p.Cg() : std::clamp<int64_t>(kChunkFloats / (T * l.kbl), 1, p.Cg());
-  // A table of 32 KiB at most; longer reductions have many taps per channel.
-  l.n_steps = l.g.flat || l.chunk * T > 4096 ? 0 : l.chunk * T;
+  l.n_steps = step_table_entries(l.g, l.chunk);
   return l;
 }
 
@@ -229,8 +228,7 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   int64_t* step_x =
       reinterpret_cast<int64_t*>(bias_buf + round64(l.bias_floats * sizeof(float)) / sizeof(float));
   fill_taps(p, g, tap);
-  for (int64_t i = 0; i < l.n_steps; i += p.R * p.S)
-    for (int64_t t = 0; t < p.R * p.S; ++t) step_x[i + t] = i / (p.R * p.S) * g.plane + tap[t];
+  fill_steps(g, tap, l.n_steps, step_x);
 
   const int64_t Cg = p.Cg(), Kg = p.Kg(), T = p.R * p.S, kbl = l.kbl, L = cfg.lanes();
   const float* wpk = packed ? static_cast<const float*>(a.packed_weights) : wbuf;

@@ -153,6 +153,11 @@ void fill_taps(const ConvProblem& p, const Geometry& g, int64_t* tap) {
     }
 }
 
+void fill_steps(const Geometry& g, const int64_t* tap, int64_t n, int64_t* step_x) {
+  for (int64_t i = 0, off = 0; i < n; i += g.taps, off += g.plane)
+    for (int64_t t = 0; t < g.taps; ++t) step_x[i + t] = off + tap[t];
+}
+
 // Copies image `x` (C x H x W) into the view `v`. Runs inside a parallel region; ends with the
 // barrier of its omp for.
 void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v) {

@@ -95,6 +95,19 @@ inline int64_t prefetch_ahead(const ConvProblem& p, const Geometry& g) {
 size_t workspace_for(const Geometry& g);
 /// Tap offsets into the view, taps entries.
 void fill_taps(const ConvProblem& p, const Geometry& g, int64_t* tap);
+/// Steps (channels x taps) of one reduction chunk up to which the kernels get a table of their
+/// view offsets (BlockCommon/KvecCommon::step_x, 32 KiB); longer reductions have many taps per
+/// channel and keep the nested channel and tap loops.
+constexpr int64_t kMaxSteps = 4096;
+/// Entries of the step table for chunks of `chunk_channels` channels: chunk_channels * taps, or 0
+/// for none (1x1 views, more than kMaxSteps).
+inline int64_t step_table_entries(const Geometry& g, int64_t chunk_channels) {
+  const int64_t n = chunk_channels * g.taps;
+  return g.flat || n > kMaxSteps ? 0 : n;
+}
+/// Fills the step table: step_x[c * taps + t] = c * plane + tap[t], n entries (a multiple of
+/// taps).
+void fill_steps(const Geometry& g, const int64_t* tap, int64_t n, int64_t* step_x);
 /// Copies image `x` (C x H x W) into the view `v`. Call inside a parallel region (every thread);
 /// ends with the barrier of its omp for.
 void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v);
