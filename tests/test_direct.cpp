@@ -242,3 +242,33 @@ TEST_CASE("cpu.direct offers valid configs and rejects bad configs and short wor
   CHECK_THROWS_WITH(algo.forward(p, "oh4ow24", a), Catch::Contains("config"));
   CHECK_NOTHROW(algo.forward(p, configs.front(), a));
 }
+
+TEST_CASE("cpu.direct and cpu.direct_kvec: the view copy's thread split, 1 to 5 threads") {
+  // With position-split tasks each thread copies the view rows it reads (copy_view's by_rows):
+  // row bands of every stride phase, of flat strided 1x1 planes and of aligned 1x1 plane copies,
+  // with shares that do not divide the rows evenly (or are empty) and batch 2.
+  const std::vector<std::string> descriptors = {
+      "mb2ic5ih13iw29oc16kh1kw7ph0pw3n\"rows:1x7\"",
+      "mb1ic6ih17iw15oc9kh3kw3sh2sw2ph1pw1n\"rows:s2\"",
+      "mb1ic3ih23iw23oc8kh5kw5sh4sw4ph2pw2n\"rows:s4\"",
+      "mb2ic7ih11iw9oc12kh1kw1sh2sw2ph1pw0n\"rows:1x1_strided\"",
+      "mb1ic9ih7iw7oc16kh1kw1n\"rows:1x1_aligned\"",
+      "mb1ic4ih3iw40oc8kh3kw3ph1pw1n\"rows:3_rows\"",
+  };
+  const char* ids[] = {"cpu.direct", "cpu.direct_kvec"};
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    const conv::ConvProblem p = conv::parse_descriptor(descriptors[i]);
+    convtest::ReferenceCase ref(p, 1300 + i);
+    for (const char* id : ids) {
+      const conv::Algorithm& algo = *conv::find_algorithm(id);
+      std::vector<std::string> configs = algo.configs(p);
+      for (const std::string& config : configs)
+        for (int threads : {1, 2, 3, 5}) {
+          const auto r = ref.check(algo, config, false, threads);
+          INFO(label(p, config, false, r) + ", " + id + ", threads " + std::to_string(threads));
+          CHECK(r.nonfinite == 0);
+          CHECK(r.max_error <= r.bound);
+        }
+    }
+  }
+}

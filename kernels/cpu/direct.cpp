@@ -331,6 +331,8 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   // vector block (its input rows stay in L1).
   const bool kb_outer = g.band || Kg * T > g.plane;
   const int64_t per_group = nkb * nvb, tasks = p.groups * per_group;
+  // The threads' task ranges are bands of output positions when vector blocks are outer.
+  const bool by_rows = !kb_outer && p.groups == 1;
 
   for (int64_t n = 0; n < p.N; ++n) {
     const float* xn = a.x + n * p.C * p.H * p.W;
@@ -338,7 +340,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
     const float* view = g.copy ? view_buf : xn;
 #pragma omp parallel num_threads(threads)
     {
-      if (g.copy) copy_view(p, g, xn, view_buf);
+      if (g.copy) copy_view(p, g, xn, view_buf, by_rows);
       if (g.band && !packed && n == 0) {
 #pragma omp for schedule(static)
         for (int64_t grp = 0; grp < p.groups; ++grp)
@@ -424,7 +426,8 @@ class Direct final : public Algorithm {
   std::string_view id() const override { return "cpu.direct"; }
   // 2: 1x1 planes that are not whole cache lines are read in place unless "_aligned".
   // 3: one loop over the (channel, tap) steps; one-pass stride-2/4 view rows (same sums).
-  std::string version() const override { return "3"; }
+  // 4: position-split tasks copy their own view rows (same sums).
+  std::string version() const override { return "4"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem& p) const override {

@@ -275,6 +275,9 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   // that the threads' equal shares of the tasks are equal shares of the blocks too.
   const int64_t runs = ceil_div(bl.count, run);
   const int64_t per_group = l.nkb * runs, tasks = p.groups * per_group;
+  // The threads' task ranges are bands of output positions when runs are outer or K/g is one
+  // block.
+  const bool by_rows = p.groups == 1 && (channels_inner || l.nkb == 1);
   for (int64_t n = 0; n < p.N; ++n) {
     const float* xn = a.x + n * p.C * p.H * p.W;
     float* yn = a.y + n * p.K * g.OHW;
@@ -297,7 +300,7 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
         }
       }
       if (g.copy)
-        copy_view(p, g, xn, view_buf);  // ends with a barrier
+        copy_view(p, g, xn, view_buf, by_rows);  // ends with a barrier
       else if (n == 0) {
 #pragma omp barrier
       }
@@ -367,7 +370,8 @@ class DirectKvec final : public Algorithm {
   std::string_view id() const override { return "cpu.direct_kvec"; }
   // 2: 1x1 planes that are not whole cache lines are read in place unless "_aligned".
   // 3: one loop over the (channel, tap) steps; one-pass stride-2/4 view rows (same sums).
-  std::string version() const override { return "3"; }
+  // 4: position-split tasks copy their own view rows (same sums).
+  std::string version() const override { return "4"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 

@@ -1,6 +1,8 @@
 // The input view of the direct kernels (see direct_view.hpp).
 #include "direct_view.hpp"
 
+#include <omp.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -158,63 +160,89 @@ void fill_steps(const Geometry& g, const int64_t* tap, int64_t n, int64_t* step_
     for (int64_t t = 0; t < g.taps; ++t) step_x[i + t] = off + tap[t];
 }
 
-// Copies image `x` (C x H x W) into the view `v`. Runs inside a parallel region; ends with the
-// barrier of its omp for.
-void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v) {
+// Copies image `x` (C x H x W) into the view `v` (direct_view.hpp).
+void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v, bool by_rows) {
 #pragma omp single nowait
   {
     for (int64_t c = 0; c < p.C; ++c)
       std::fill(v + c * g.plane + g.plane_used, v + (c + 1) * g.plane, 0.0f);
     std::fill(v + p.C * g.plane, v + g.copy_floats, 0.0f);
   }
+  // by_rows: each thread calls band(c, lo, hi) for every channel c in order with its own share
+  // [lo, hi) of the extent n (rows, or floats of a plane), then waits for the others.
+  auto by_row_bands = [&](int64_t n, auto&& band) {
+    const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
+    for (int64_t c = 0; c < p.C; ++c) band(c, n * tid / nth, n * (tid + 1) / nth);
+#pragma omp barrier
+  };
   if (g.flat && dense_1x1(p)) {
-    // Stride 1, no padding: the copy only aligns the planes, so one run per channel.
+    // Stride 1, no padding: the copy only aligns the planes, so one run per channel (by_rows:
+    // per channel and thread).
+    if (by_rows) {
+      by_row_bands(g.OHW, [&](int64_t c, int64_t lo, int64_t hi) {
+        std::memcpy(v + c * g.plane + lo, x + c * g.OHW + lo, (hi - lo) * sizeof(float));
+      });
+      return;
+    }
 #pragma omp for schedule(static)
     for (int64_t c = 0; c < p.C; ++c)
       std::memcpy(v + c * g.plane, x + c * g.OHW, g.OHW * sizeof(float));
     return;
   }
   if (g.flat) {
+    auto row = [&](int64_t c, int64_t oh) {
+      float* dst = v + c * g.plane + oh * g.OW;
+      const int64_t ih = oh * p.stride_h - p.pad_top;
+      if (ih < 0 || ih >= p.H)
+        std::fill(dst, dst + g.OW, 0.0f);
+      else
+        strided_row(x + (c * p.H + ih) * p.W, p.W, p.stride_w, -p.pad_left, dst, g.OW);
+    };
+    if (by_rows) {
+      by_row_bands(g.OH, [&](int64_t c, int64_t lo, int64_t hi) {
+        for (int64_t oh = lo; oh < hi; ++oh) row(c, oh);
+      });
+      return;
+    }
 #pragma omp for schedule(static) collapse(2)
     for (int64_t c = 0; c < p.C; ++c)
-      for (int64_t oh = 0; oh < g.OH; ++oh) {
-        float* dst = v + c * g.plane + oh * g.OW;
-        const int64_t ih = oh * p.stride_h - p.pad_top;
-        if (ih < 0 || ih >= p.H) {
-          std::fill(dst, dst + g.OW, 0.0f);
-          continue;
-        }
-        strided_row(x + (c * p.H + ih) * p.W, p.W, p.stride_w, -p.pad_left, dst, g.OW);
-      }
+      for (int64_t oh = 0; oh < g.OH; ++oh) row(c, oh);
     return;
   }
   // One task per (channel, row phase, phase row): writes that row of every column phase.
-  // (collapse: the loop indices are stepped, not divided out per row.)
-  const int64_t sh = p.stride_h, sw = p.stride_w, rows = g.Ph * g.Hq;
+  const int64_t sh = p.stride_h, sw = p.stride_w;
   // Stride-2 and stride-4 columns: all column phases of a row in one pass, not one strided
   // scalar pass per phase (one thread: resnet50 res3_3x3_s2's view 0.22 -> 0.15 ms; alexnet
   // conv1's, stride 4, 0.26 -> 0.18 ms on AMD Zen 3).
   const bool one_pass = (sw == 2 || sw == 4) && g.Pw == sw && cpu_isa() != CpuIsa::scalar;
-#pragma omp for schedule(static) collapse(2)
-  for (int64_t c = 0; c < p.C; ++c)
-    for (int64_t row = 0; row < rows; ++row) {
-      const int64_t qh = row / g.Hq, hq = row - qh * g.Hq;
-      const int64_t ih = hq * sh + qh - p.pad_top;
-      float* dst0 = v + c * g.plane + (qh * g.Pw * g.Hq + hq) * g.Wq;
-      if (one_pass && ih >= 0 && ih < p.H) {
-        phase_rows_avx2(x + (c * p.H + ih) * p.W, p.W, -p.pad_left, static_cast<int>(sw), dst0,
-                        g.Hq * g.Wq, g.Wq);
-        continue;
-      }
-      for (int64_t qw = 0; qw < g.Pw; ++qw) {
-        float* dst = v + c * g.plane + ((qh * g.Pw + qw) * g.Hq + hq) * g.Wq;
-        if (ih < 0 || ih >= p.H) {
-          std::fill(dst, dst + g.Wq, 0.0f);
-          continue;
-        }
-        strided_row(x + (c * p.H + ih) * p.W, p.W, sw, qw - p.pad_left, dst, g.Wq);
-      }
+  auto row = [&](int64_t c, int64_t qh, int64_t hq) {
+    const int64_t ih = hq * sh + qh - p.pad_top;
+    float* dst0 = v + c * g.plane + (qh * g.Pw * g.Hq + hq) * g.Wq;
+    if (one_pass && ih >= 0 && ih < p.H) {
+      phase_rows_avx2(x + (c * p.H + ih) * p.W, p.W, -p.pad_left, static_cast<int>(sw), dst0,
+                      g.Hq * g.Wq, g.Wq);
+      return;
     }
+    for (int64_t qw = 0; qw < g.Pw; ++qw) {
+      float* dst = v + c * g.plane + ((qh * g.Pw + qw) * g.Hq + hq) * g.Wq;
+      if (ih < 0 || ih >= p.H)
+        std::fill(dst, dst + g.Wq, 0.0f);
+      else
+        strided_row(x + (c * p.H + ih) * p.W, p.W, sw, qw - p.pad_left, dst, g.Wq);
+    }
+  };
+  if (by_rows) {
+    // A band of phase rows hq holds the same band of output rows in every row phase.
+    by_row_bands(g.Hq, [&](int64_t c, int64_t lo, int64_t hi) {
+      for (int64_t hq = lo; hq < hi; ++hq)
+        for (int64_t qh = 0; qh < g.Ph; ++qh) row(c, qh, hq);
+    });
+    return;
+  }
+#pragma omp for schedule(static) collapse(3)
+  for (int64_t c = 0; c < p.C; ++c)
+    for (int64_t qh = 0; qh < g.Ph; ++qh)
+      for (int64_t hq = 0; hq < g.Hq; ++hq) row(c, qh, hq);
 }
 
 }  // namespace conv::kernels::direct
