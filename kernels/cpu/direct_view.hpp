@@ -112,10 +112,8 @@ void fill_steps(const Geometry& g, const int64_t* tap, int64_t n, int64_t* step_
 /// ends with a barrier. The threads split the copy by channels, or with
 /// `by_rows` by view rows (every channel's rows of one band of output rows, each stride phase
 /// alike): pass it when the kernel's threads split the output plane by positions, so each
-/// thread reads the view rows it wrote itself rather than rows in the other core's cache. That
-/// transfer is what made some processes slow on a 2-vCPU AMD Zen 4 guest (large 1x7, AVX-512,
-/// 2 threads: 0.52-0.57 ms against 0.31-0.33 in others; with by_rows 0.37-0.40, and within
-/// 2-4% in the fast ones).
+/// thread reads the view rows it wrote itself rather than rows in the other core's cache (the
+/// measurements are in the README's cpu.direct row).
 void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v,
                bool by_rows = false);
 /// One input row split into its `step` (2 or 4) column phases at once: phase q's floats
