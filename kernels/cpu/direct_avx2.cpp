@@ -11,6 +11,7 @@
 #include "direct_block.hpp"
 #include "direct_kvec_block.hpp"
 #include "direct_view.hpp"
+#include "store_avx2.hpp"
 #include "transpose_avx2.hpp"
 
 namespace conv::kernels::direct {
@@ -35,7 +36,8 @@ struct Ymm {
                             _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), idx));
   }
   static reg load_mask(const float* p, mask m) { return _mm256_maskload_ps(p, m); }
-  static void store_mask(float* p, mask m, reg v) { _mm256_maskstore_ps(p, m, v); }
+  // Lanes [lo, hi) to p + lo..; plain stores (store_avx2.hpp says why not vmaskmovps).
+  static void store_lanes(float* p, int lo, int hi, reg v) { store_lanes_avx(p, lo, hi, v); }
 };
 
 }  // namespace
@@ -93,7 +95,6 @@ void kvec_pack_avx2(const float* src, int64_t src_stride, int rows, int64_t cols
 }
 
 void kvec_store_avx2(const float* tile, int n, int lanes, int kvalid, float* y, int64_t y_stride) {
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (int k8 = 0; k8 < kvalid; k8 += 8) {
     const float* t = tile + (k8 / lanes) * n * lanes + k8 % lanes;
     const int kn = std::min(8, kvalid - k8);
@@ -104,12 +105,7 @@ void kvec_store_avx2(const float* tile, int n, int lanes, int kvalid, float* y, 
         r[i] = i < jn ? _mm256_loadu_ps(t + (j8 + i) * lanes) : _mm256_setzero_ps();
       transpose8x8_avx(r);
       float* yj = y + k8 * y_stride + j8;
-      if (jn == 8) {
-        for (int c = 0; c < kn; ++c) _mm256_storeu_ps(yj + c * y_stride, r[c]);
-      } else {
-        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(jn), idx);
-        for (int c = 0; c < kn; ++c) _mm256_maskstore_ps(yj + c * y_stride, m, r[c]);
-      }
+      for (int c = 0; c < kn; ++c) store_first_avx(yj + c * y_stride, r[c], jn);
     }
   }
 }

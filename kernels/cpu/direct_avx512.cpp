@@ -31,7 +31,9 @@ struct Zmm {
     return static_cast<mask>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
   }
   static reg load_mask(const float* p, mask m) { return _mm512_maskz_loadu_ps(m, p); }
-  static void store_mask(float* p, mask m, reg v) { _mm512_mask_storeu_ps(p, m, v); }
+  static void store_lanes(float* p, int lo, int hi, reg v) {
+    _mm512_mask_storeu_ps(p, lane_mask(lo, hi), v);
+  }
 };
 
 }  // namespace

@@ -137,9 +137,8 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r) {
     }
     for (int sg = 0; sg < b.nseg[j]; ++sg) {
       const Segment& g = b.seg[j][sg];
-      const typename V::mask m = V::lane_mask(g.lo, g.hi);
       CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) if (k < b.kvalid)
-          V::store_mask(g.out + yo + k * c.y_k_stride, m, acc[k][j]);
+          V::store_lanes(g.out + yo + k * c.y_k_stride, g.lo, g.hi, acc[k][j]);
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include "fft_impl.hpp"
+#include "store_avx2.hpp"
 #include "transpose_avx2.hpp"
 
 namespace conv::kernels::fft {
@@ -47,12 +48,8 @@ struct V8 {
     const __m256i m = _mm256_cmpgt_epi32(i, _mm256_set1_epi32(-1));
     return _mm256_mask_i32gather_ps(zero(), p, i, _mm256_castsi256_ps(m), 4);
   }
-  static void store_n(float* p, reg v, int n) {
-    if (n >= L)
-      _mm256_storeu_ps(p, v);
-    else
-      _mm256_maskstore_ps(p, mask(0, n), v);
-  }
+  // Plain stores, not vmaskmovps (store_avx2.hpp says why).
+  static void store_n(float* p, reg v, int n) { store_first_avx(p, v, n); }
   static reg blend_range(reg a, reg b, int lo, int hi) {
     return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(mask(lo, hi)));
   }
