@@ -63,10 +63,10 @@ BlockFn avx2_block(int oc, int vecs, bool one_tap) {
 }
 
 KvecFn avx2_kvec(int kb, int nw, bool one_tap) {
-  // kb*nw <= 12 accumulators, kb weight vectors and a broadcast fit 16 ymm.
+  // kb*nw <= 14 accumulators, kb weight vectors and a broadcast fit 16 ymm.
   switch (kb) {
     case 1:
-      return kvec_pick<Ymm, 1>(nw, one_tap, std::make_integer_sequence<int, 12>{});
+      return kvec_pick<Ymm, 1>(nw, one_tap, std::make_integer_sequence<int, 14>{});
     case 2:
       return kvec_pick<Ymm, 2>(nw, one_tap, std::make_integer_sequence<int, 6>{});
     case 3:

@@ -118,7 +118,7 @@ void block_pos(const Geometry& g, const Blocking& b, int64_t i, PosBlock* out) {
 // at most 448 per block), kMaxRun blocks; a chunk's weights at most kChunkFloats floats.
 constexpr int64_t kTileFloats = 4096, kMaxRun = 32, kChunkFloats = 3072;
 // Positions per block (KvecConfig::max_nw) by kb: zmm 16 lanes, ymm 8.
-constexpr int kZmmMaxNw[] = {28, 14, 9, 6}, kYmmMaxNw[] = {12, 6, 4};
+constexpr int kZmmMaxNw[] = {28, 14, 9, 6}, kYmmMaxNw[] = {14, 6, 4};
 constexpr bool every_tile_fits() {
   for (int kb = 1; kb <= 4; ++kb)
     if (kb * 16 * kZmmMaxNw[kb - 1] > kTileFloats) return false;
