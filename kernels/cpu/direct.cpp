@@ -290,15 +290,20 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   common.y_k_stride = g.band ? g.OW : g.OHW;
   common.bias_stride = g.band ? 0 : 1;
   common.lanes = g.lanes;
-  // Outputs of one image beyond the threads' L2s are stored non-temporally where whole aligned
-  // vectors allow: they would only evict the input and weights on their way to memory, and a
-  // streaming store skips reading each line first (alternating runs, 2 threads, AVX-512:
-  // mobilenet_v2 pw16_96 0.244 -> 0.169 ms, vgg16 conv1_1 0.883 -> 0.745; smaller outputs,
-  // e.g. 1.6 MB of dw32, measured up to 9% slower). Not with several chunks, whose later ones
-  // read the output back.
+  // Outputs of one image of which each thread's share overflows half its L2 (the other half
+  // holds its input and weights) are stored non-temporally where whole aligned vectors allow:
+  // they would only evict the input and weights on their way to memory, and a streaming store
+  // skips reading each line first (alternating runs, 2 threads, AVX-512: mobilenet_v2 pw16_96
+  // 0.244 -> 0.169 ms, vgg16 conv1_1 0.883 -> 0.745). The threshold was a whole L2 per thread
+  // until the shares between half and one L2 measured faster streamed too (AMD Zen 4, 1 MiB L2,
+  // 2 threads, AVX2 cap, oc4ow24, while other guests loaded the host: mobilenet_v2 stem
+  // 0.35 -> 0.25 ms, resnet50 res3_1x1b 0.72 -> 0.64, res3_1x1a_first 1.72 -> 1.62; equal
+  // within 3% elsewhere); on the Xeon where streaming was first measured, smaller outputs (1.6 MB
+  // of dw32) were up to 9% slower streamed. Not with several chunks, whose later ones read the
+  // output back.
   const int threads = std::max(1, a.threads);
   common.stream = !g.band && nchunks == 1 && g.OHW % g.lanes == 0 &&
-                  4 * p.K * g.OHW > threads * l2_cache_bytes();
+                  2 * 4 * p.K * g.OHW > threads * l2_cache_bytes();
   // Weight addressing: band [g][u][s][row], packed [g][kb][c][t][oc] or plain KCRS.
   const bool packed = a.packed_weights != nullptr;
   const float* wbase = packed ? static_cast<const float*>(a.packed_weights) : a.w;
