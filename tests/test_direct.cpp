@@ -272,3 +272,45 @@ TEST_CASE("cpu.direct and cpu.direct_kvec: the view copy's thread split, 1 to 5 
     }
   }
 }
+
+TEST_CASE("cpu.direct: 1x1 inputs read in place at any float offset within a vector") {
+  // The in-place 1x1 path starts its vectors at the input's first vector-aligned position after
+  // a head vector; x and y at every float offset, planes of exactly one or two vectors (the head
+  // and a shifted tail overlap), batch 2 and several threads.
+  const std::vector<std::string> descriptors = {
+      "mb1ic37ih16iw16oc13kh1kw1n\"offset:16x16\"",
+      "mb2ic5ih8iw12oc7kh1kw1n\"offset:batch2\"",
+      "mb1ic6ih2iw4oc9kh1kw1n\"offset:one_ymm\"",
+      "mb1ic3ih4iw4oc5kh1kw1n\"offset:one_zmm\"",
+  };
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    const conv::ConvProblem p = conv::parse_descriptor(descriptors[i]);
+    convtest::ReferenceCase ref(p, 1400 + i);
+    conv::AlignedBuffer xb(p.x_bytes() + 64), yb(p.y_bytes() + 64);
+    for (const std::string& config : algo.configs(p)) {
+      conv::AlignedBuffer ws(algo.workspace_bytes(p, config));
+      for (int xo = 0; xo < 16; ++xo)
+        for (int yo : {0, 3, xo}) {
+          float* x = xb.floats() + xo;
+          float* y = yb.floats() + yo;
+          std::copy(ref.x(), ref.x() + p.x_elems(), x);
+          conv::poison_nan(y, p.y_elems());
+          conv::ForwardArgs a;
+          a.x = x;
+          a.w = ref.w();
+          a.bias = ref.bias();
+          a.y = y;
+          a.workspace = ws.data();
+          a.workspace_size = ws.size();
+          a.threads = 1 + xo % 3;
+          algo.forward(p, config, a);
+          const auto r = ref.compare(y, algo, config);
+          INFO(label(p, config, false, r) + ", x offset " + std::to_string(xo) + ", y offset " +
+               std::to_string(yo));
+          CHECK(r.nonfinite == 0);
+          CHECK(r.max_error <= r.bound);
+        }
+    }
+  }
+}

@@ -55,7 +55,10 @@ struct Geometry {
   int64_t row_step = 0;    // view floats between consecutive output rows (rows mode)
   int64_t vpr = 0;         // vectors per output row (rows mode)
   int64_t nvec = 0;        // vectors per output channel
-  int64_t taps = 0;        // steps per channel: R*S, or (R + band - 1)*S in band mode
+  // Flat views read in place: positions before the input's first vector-aligned one, which
+  // vector 0 alone covers (set per call from the input's address; 0 otherwise).
+  int64_t head = 0;
+  int64_t taps = 0;  // steps per channel: R*S, or (R + band - 1)*S in band mode
   size_t tap_bytes = 0, copy_floats = 0;
   size_t band_floats = 0;  // band weights, groups x taps x band (band mode)
 };
