@@ -263,16 +263,25 @@ class Depthwise final : public Algorithm {
 #pragma omp for schedule(static)
           for (int64_t row = narrow ? full * s.Hp : 0; row < s.CB * s.Hp; ++row)
             pack_row(x, row / s.Hp, row % s.Hp);
+          if (!narrow) {
+            // Each row back to NCHW as soon as it is computed, as above (dw32 at 112x112,
+            // 4 blocks on 2 threads: 0.094 -> 0.092 ms capped to AVX2, 0.122 -> 0.118 with
+            // AVX-512).
 #pragma omp for schedule(static)
-          for (int64_t row = 0; row < s.CB * s.OH; ++row)
-            compute_row(row / s.OH, row % s.OH, yb + row * s.OW * L);
-          if (narrow) {
+            for (int64_t row = 0; row < s.CB * s.OH; ++row) {
+              compute_row(row / s.OH, row % s.OH, yb + row * s.OW * L);
+              unpack_row(y, row / s.OH, row % s.OH, yb + row * s.OW * L);
+            }
+          } else {
+#pragma omp for schedule(static)
+            for (int64_t row = 0; row < s.CB * s.OH; ++row)
+              compute_row(row / s.OH, row % s.OH, yb + row * s.OW * L);
 #pragma omp for schedule(static)
             for (int64_t cb = 0; cb < full; ++cb) unpack_plane(y, cb);
+#pragma omp for schedule(static)  // the rows of a partial last block
+            for (int64_t row = full * s.OH; row < s.CB * s.OH; ++row)
+              unpack_row(y, row / s.OH, row % s.OH, yb + row * s.OW * L);
           }
-#pragma omp for schedule(static)
-          for (int64_t row = narrow ? full * s.OH : 0; row < s.CB * s.OH; ++row)
-            unpack_row(y, row / s.OH, row % s.OH, yb + row * s.OW * L);
         }
       }
     }
