@@ -4,8 +4,9 @@
 // output channels x `vecs` vectors of 8 (AVX2) or 16 (AVX-512) output positions stays in
 // registers over the reduction over input channels and kernel taps; each step loads the input
 // vectors once and broadcasts one weight per output channel (oc*vecs FMAs per oc+vecs loads).
-// Very long reductions are split into channel chunks whose input rows and weights stay in L2
-// (the "cache blocking" of the same paper); later chunks accumulate onto the output.
+// Very long reductions, and 1x1 ones over input planes larger than half the L2, are split into
+// channel chunks whose input rows and weights stay in L2 (the "cache blocking" of the same
+// paper); later chunks accumulate onto the output.
 // Depthwise problems (one input and output channel per group) also have "band" blocks of `oc`
 // consecutive output rows of one channel: each input row load then feeds every output row it
 // reaches, with the R x S kernel laid out as a zero-padded band of (R + oc - 1) x S x oc
@@ -47,7 +48,7 @@ namespace {
 
 // Instantiated register blocks. AVX2: oc*vecs <= 12 accumulators plus min(oc, vecs) operands
 // and a broadcast fit the 16 ymm registers, and 12 independent FMA chains cover FMA latency x 2
-// ports. AVX-512: 24 accumulators of the 32 zmm.
+// ports. AVX-512: 24 accumulators of the 32 zmm (28 ymm for the AVX-512VL block).
 constexpr Config kConfigs[] = {{4, 3, BlockIsa::avx2},
                                {6, 2, BlockIsa::avx2},
                                {3, 4, BlockIsa::avx2},
@@ -63,6 +64,7 @@ constexpr Config kConfigs[] = {{4, 3, BlockIsa::avx2},
                                {1, 16, BlockIsa::avx512},
                                {1, 8, BlockIsa::avx512},
                                {1, 4, BlockIsa::avx512},
+                               {4, 7, BlockIsa::avx512vl},
                                // Band blocks (output rows of a depthwise channel).
                                {4, 3, BlockIsa::avx2, true},
                                {6, 2, BlockIsa::avx2, true},
@@ -157,6 +159,13 @@ void align_flat_vectors(const float* x, Geometry* g) {
   g->nvec = 1 + ceil_div(g->OHW - g->head, g->lanes);
 }
 
+// Which operand a thread sweeps past the other: with more weights than input, all vector blocks
+// for one channel block (its weights stay in L1), else all channel blocks for one vector block
+// (its input rows stay in L1).
+bool kb_outer(const ConvProblem& p, const Geometry& g) {
+  return g.band || p.Kg() * g.taps > g.plane;
+}
+
 // Input channels per reduction chunk (kChunkBytes), balanced over the chunks.
 int64_t chunk_channels(const ConvProblem& p, const Geometry& g, const Config& cfg) {
   // A vector block reads, per channel, R rows (times the column phases the taps hit) of about
@@ -164,7 +173,12 @@ int64_t chunk_channels(const ConvProblem& p, const Geometry& g, const Config& cf
   const int64_t span = cfg.vecs * g.lanes + (p.S - 1) * p.dilation_w / p.stride_w;
   const int64_t rows = g.flat ? 1 : p.R * std::min(p.S, p.stride_w);
   const int64_t per_channel = rows * (span * 4 / 64 + 2) * 64 + g.taps * cfg.oc * 4;
-  const int64_t cb = std::max<int64_t>(1, kChunkBytes / per_channel);
+  int64_t cb = std::max<int64_t>(1, kChunkBytes / per_channel);
+  // A 1x1 channel block re-reads the whole chunk of the input plane from L2 (kb_outer): keep
+  // that within half the L2 (alternating runs, 2 threads, AVX2 cap, Zen 4 with 1 MiB L2:
+  // resnet50 res4_1x1a oc6ow16 0.87-0.91 -> 0.79-0.86 ms in 2 chunks of 512 channels).
+  if (g.flat && kb_outer(p, g))
+    cb = std::min(cb, std::max<int64_t>(1, l2_cache_bytes() / 2 / (g.plane * 4)));
   const int64_t chunks = ceil_div(p.Cg(), cb);
   return ceil_div(p.Cg(), chunks);
 }
@@ -195,7 +209,10 @@ bool cpu_has(BlockIsa isa) {
 
 std::string Config::name() const {
   return (band ? "oh" : "oc") + std::to_string(oc) + "ow" + std::to_string(vecs * lanes()) +
-         (isa == BlockIsa::avx512 ? "_avx512" : "") + (aligned ? "_aligned" : "");
+         (isa == BlockIsa::avx512     ? "_avx512"
+          : isa == BlockIsa::avx512vl ? "_avx512vl"
+                                      : "") +
+         (aligned ? "_aligned" : "");
 }
 
 int Config::lanes() const {
@@ -237,12 +254,13 @@ Config parse_config(const std::string& text) {
   bool ok = (band || text.compare(0, 2, "oc") == 0) && number(&rows) &&
             text.compare(i, 2, "ow") == 0 && (i += 2, number(&positions));
   const bool zmm = ok && end - i == 7 && text.compare(i, 7, "_avx512") == 0;
-  ok = ok && (zmm || i == end) && !(aligned && band);
+  const bool vl = ok && end - i == 9 && text.compare(i, 9, "_avx512vl") == 0;
+  ok = ok && (zmm || vl || i == end) && !(aligned && band);
+  const BlockIsa isa = zmm ? BlockIsa::avx512 : vl ? BlockIsa::avx512vl : BlockIsa::avx2;
   const int lanes = zmm ? 16 : 8;
   if (ok && positions % lanes == 0)
     for (const Config& c : kConfigs)
-      if (c.band == band && c.oc == rows && c.vecs * lanes == positions &&
-          (c.isa == BlockIsa::avx512) == zmm) {
+      if (c.band == band && c.oc == rows && c.vecs * lanes == positions && c.isa == isa) {
         Config out = c;
         out.aligned = aligned;
         return out;
@@ -275,6 +293,8 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
       fns[nb] = scalar_block(cfg.oc);
     else if (cfg.isa == BlockIsa::avx512)
       fns[nb] = avx512_block(cfg.oc, nb, g.flat);
+    else if (cfg.isa == BlockIsa::avx512vl)
+      fns[nb] = avx512vl_block(cfg.oc, nb, g.flat);
     else
       fns[nb] = avx2_block(cfg.oc, nb, g.flat);
     if (!fns[nb]) throw Error("config: cpu.direct " + config + " has no kernel");
@@ -347,10 +367,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
 
   common.w_kb_stride = w_kb_stride;
 
-  // Sweep the smaller operand past the larger one: with more weights than input, all vector
-  // blocks for one channel block (its weights stay in L1), else all channel blocks for one
-  // vector block (its input rows stay in L1).
-  const bool kb_outer = g.band || Kg * T > g.plane;
+  const bool kb_outer = direct::kb_outer(p, g);
   const int64_t per_group = nkb * nvb, tasks = p.groups * per_group;
   // The threads' task ranges are bands of output positions when vector blocks are outer.
   const bool by_rows = !kb_outer && p.groups == 1;
@@ -490,6 +507,11 @@ class Direct final : public Algorithm {
     else
       names = {"oc4ow24", "oc6ow16", "oc3ow32", "oc8ow8", "oc2ow48"};
     if (small) std::swap(names[0], names[1]);
+    // Where 8-lane vectors compute an eighth fewer positions than 16-lane ones (7x7 outputs:
+    // 56 against 64), the ymm block in the 32 AVX-512 registers too.
+    if (z && 8 * direct::make_geometry(p, 8, 0).nvec * 8 <=
+                 7 * direct::make_geometry(p, 16, 0).nvec * 16)
+      names.push_back("oc4ow56_avx512vl");
     std::vector<std::string> out;
     // Channel blocks that waste little of K/g (at most a quarter of the computed channels).
     for (const char* name : names) {

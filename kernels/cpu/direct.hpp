@@ -17,11 +17,13 @@ constexpr int kMaxOc = 12;     ///< largest output-channel (or band-row) block o
 constexpr int kMaxVecs = 16;   ///< largest number of vectors of output positions of any config
 
 /// Which kernel family a config is written for.
-enum class BlockIsa { avx2, avx512 };
+enum class BlockIsa { avx2, avx512, avx512vl };
 
 /// A register block: `oc` output channels x `vecs` vectors of `lanes` output positions. Written
 /// "oc<oc>ow<lanes*vecs>" for AVX2 (ymm, 8 lanes), e.g. "oc4ow24" = 4 output channels x 3 ymm,
-/// and "oc<oc>ow<lanes*vecs>_avx512" for AVX-512 (zmm, 16 lanes), e.g. "oc8ow48_avx512".
+/// and "oc<oc>ow<lanes*vecs>_avx512" for AVX-512 (zmm, 16 lanes), e.g. "oc8ow48_avx512";
+/// "oc4ow56_avx512vl" is 4 x 7 ymm (8 lanes) in the 32 registers of AVX-512VL, for planes
+/// where zmm vectors would compute many unused lanes (7x7 outputs).
 /// Band blocks ("oh<oc>ow...") hold `oc` consecutive output rows of one depthwise channel
 /// instead of `oc` output channels: one input row load then feeds every output row it reaches
 /// (weights laid out as a zero-padded band), for large depthwise kernels.
@@ -33,7 +35,7 @@ struct Config {
   BlockIsa isa = BlockIsa::avx2;
   bool band = false;
   bool aligned = false;
-  int lanes() const;  ///< 8 (AVX2) or 16 (AVX-512)
+  int lanes() const;  ///< 8 (ymm: AVX2, AVX-512VL) or 16 (zmm: AVX-512)
   std::string name() const;
 };
 
@@ -107,6 +109,8 @@ using BlockFn = void (*)(const BlockCommon&, const Block&);
 BlockFn avx2_block(int oc, int vecs, bool one_tap);
 /// The AVX-512 kernel (16 lanes), likewise; only call on a CPU with AVX-512F/BW/VL.
 BlockFn avx512_block(int oc, int vecs, bool one_tap);
+/// The AVX-512VL kernel (8 lanes in ymm, 32 registers; oc 4 only), likewise.
+BlockFn avx512vl_block(int oc, int vecs, bool one_tap);
 /// The portable kernel (any oc <= kMaxOc, any lanes and vecs).
 BlockFn scalar_block(int oc);
 
