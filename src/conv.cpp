@@ -80,6 +80,7 @@ void forward(const std::string& algo_id, const std::string& config, const ConvPr
   const Choice c = named_choice(p, algo_id, config, Device::cpu());
   const Algorithm* algo = c.algo;
   check_tensors(device_ops(Device::cpu()), x, w, bias, y);
+  const int resolved_threads = resolve_threads(threads);
   const size_t need = c.workspace_bytes;
   if (workspace_size < need || (need > 0 && !workspace))
     throw Error("workspace: " + algo_id + " " + config + " needs " + std::to_string(need) +
@@ -87,7 +88,7 @@ void forward(const std::string& algo_id, const std::string& config, const ConvPr
   ForwardArgs a;
   a.x = x, a.w = w, a.bias = bias, a.y = y;
   a.workspace = workspace, a.workspace_size = workspace_size;
-  a.threads = resolve_threads(threads);
+  a.threads = resolved_threads;
   algo->forward(p, config, a);
 }
 

@@ -61,7 +61,9 @@ const char* to_string(CpuIsa isa) {
 }
 
 int resolve_threads(int threads) {
-  if (threads < 0) throw Error("threads: must be >= 0 (0 = all), got " + std::to_string(threads));
+  if (threads < 0 || threads > kMaxThreads)
+    throw Error("threads: must be in [0, " + std::to_string(kMaxThreads) + "] (0 = all), got " +
+                std::to_string(threads));
   return threads > 0 ? threads : omp_get_max_threads();
 }
 

@@ -216,6 +216,15 @@ TEST_CASE("best_forward: bad input gives conv::Error naming the field") {
   CHECK_THROWS_WITH(conv::forward("cpu.im2col_gemm", "blis", p, x.floats(), w.floats(), nullptr,
                                   y.floats(), nullptr, 0),
                     Catch::Contains("workspace"));
+  // Thread counts past conv::kMaxThreads: OpenMP crashed starting 100000 threads.
+  for (const int threads : {-1, conv::kMaxThreads + 1, 100000}) {
+    o.threads = threads;
+    CHECK_THROWS_WITH(conv::best_forward(p, x.floats(), w.floats(), nullptr, y.floats(), o),
+                      Catch::StartsWith("threads: must be in [0, 1024]"));
+    CHECK_THROWS_WITH(conv::forward("cpu.im2col_gemm", "blis", p, x.floats(), w.floats(), nullptr,
+                                    y.floats(), nullptr, 0, threads),
+                      Catch::StartsWith("threads:"));
+  }
 }
 
 TEST_CASE("best_forward: a corrupt perf database falls back to tuning in memory") {

@@ -315,6 +315,18 @@ TEST_CASE("autotune db: export and import round-trip every row; check; merge ref
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("candidates[1].median_ms: expected a number"));
   CHECK_FALSE(fs::exists(tmp.file("d.sqlite")));
+  // Keys that are no problem, or not in canonical form, could never be looked up.
+  for (const char* key : {"mb0ic3", "mb1ic3ih16oc8kh3"}) {
+    j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
+    j["winners"][0]["key"] = key;
+    std::ofstream(tmp.file("bad.json")) << j.dump();
+    r = shell(autotune() + "db import '" + tmp.file("bad.json") + "' --into '" +
+              tmp.file("d.sqlite") + "'");
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("winners[0].key: "));
+    CHECK_FALSE(fs::exists(tmp.file("d.sqlite")));
+  }
 }
 
 TEST_CASE("sharded tuning: Slurm and Kubernetes shards, merged, equal an unsharded run") {

@@ -125,6 +125,18 @@ struct Reader {
     if (s.size() > 4096) fail(where + "." + field, "longer than 4096 characters");
     return s;
   }
+  // A problem key exactly as ConvProblem::key() writes it: a row under any other text could
+  // never be looked up, and "mb0" is no convolution at all.
+  std::string key(const Json& o, const std::string& where) const {
+    std::string k = text(o, where, "key");
+    std::string why = "not the canonical key of a problem";
+    try {
+      if (conv::parse_descriptor(k).key() == k) return k;
+    } catch (const conv::Error& e) {
+      why = e.what();
+    }
+    fail(where + ".key", why + " (expected e.g. " + conv::ConvProblem{}.key() + ")");
+  }
   // A non-negative finite number, or null for "unknown" (-1) where `nullable`.
   double num(const Json& o, const std::string& where, const char* field,
              bool nullable = true) const {
@@ -199,7 +211,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     const std::string w = "winners[" + std::to_string(i) + "]";
     conv::PerfDb::WinnerRow row;
     row.fingerprint = r.text(o, w, "fingerprint");
-    row.key = r.text(o, w, "key");
+    row.key = r.key(o, w);
     const std::string path = r.text(o, w, "path");
     if (path != "oneshot" && path != "packed") r.fail(w + ".path", "expected oneshot or packed");
     row.path = path == "packed" ? conv::ExecPath::packed : conv::ExecPath::oneshot;
@@ -220,7 +232,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     conv::PerfDb::CandidateRow row;
     conv::PerfCandidate& c = row.candidate;
     row.fingerprint = r.text(o, w, "fingerprint");
-    row.key = r.text(o, w, "key");
+    row.key = r.key(o, w);
     c.algo_id = r.text(o, w, "algo");
     c.config = r.text(o, w, "config", false);
     c.algo_version = r.text(o, w, "algo_version", false);

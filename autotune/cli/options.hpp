@@ -68,7 +68,8 @@ struct Common {
   std::string device = "cpu";
   bool json = false;
   void add_to(CLI::App* app, bool with_db) {
-    app->add_option("--threads", threads, "CPU threads (0 = all)")->check(CLI::Range(0, 1024));
+    app->add_option("--threads", threads, "CPU threads (0 = all)")
+        ->check(CLI::Range(0, conv::kMaxThreads));
     if (with_db)
       app->add_option("--db", db,
                       "perf database path (default: $CONVTUNE_PERFDB, else "

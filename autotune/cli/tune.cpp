@@ -84,6 +84,7 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   size_t measured = 0, no_winner = 0, subsets = 0;
+  std::vector<std::string> failed;
   for (size_t i = 0; i < problems.size(); ++i) {
     const auto& p = problems[i];
     const std::string name = p.name.empty() ? p.key() : p.name;
@@ -134,9 +135,18 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
       for (size_t k = 0; o.measured.empty() && k < system.size(); ++k)
         o.measured = system[k].candidates(fingerprint, p.key());
     }
-    auto r = conv::tune(p, o, [&](size_t j, size_t n, const conv::CandidateResult&) {
-      if ((j + 1) % 4 == 0 || j + 1 == n) std::cerr << " " << j + 1 << "/" << n << std::flush;
-    });
+    conv::TuneResult r;
+    try {
+      r = conv::tune(p, o, [&](size_t j, size_t n, const conv::CandidateResult&) {
+        if ((j + 1) % 4 == 0 || j + 1 == n) std::cerr << " " << j + 1 << "/" << n << std::flush;
+      });
+    } catch (const conv::Error& e) {
+      // One layer that cannot be measured (e.g. its tensors do not fit in memory) must not cost
+      // the batch the others.
+      std::cerr << " failed: " << e.what() << "\n";
+      failed.push_back(name);
+      continue;
+    }
     ++measured;
     const bool nothing_new = std::all_of(r.candidates.begin(), r.candidates.end(),
                                          [](const auto& x) { return x.from_perfdb; });
@@ -188,11 +198,14 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
                 << " layer(s) measured on a subset of the candidates (--algo, CONVTUNE_DISABLE, "
                    "workspace limit, budget or a failure): their winners are not stored.\n";
   }
-  if (no_winner > 0) {
-    std::cerr << "autotune: " << no_winner << " layer(s) ended with no correct candidate\n";
-    return 1;
+  if (!failed.empty()) {
+    std::cerr << "autotune: " << failed.size() << " layer(s) could not be tuned:";
+    for (const auto& n : failed) std::cerr << " " << n;
+    std::cerr << "\n";
   }
-  return 0;
+  if (no_winner > 0)
+    std::cerr << "autotune: " << no_winner << " layer(s) ended with no correct candidate\n";
+  return no_winner > 0 || !failed.empty() ? 1 : 0;
 }
 
 }  // namespace conv::cli

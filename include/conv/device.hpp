@@ -36,7 +36,12 @@ enum class CpuIsa { scalar, avx2, avx512 };
 CpuIsa cpu_isa();
 const char* to_string(CpuIsa isa);
 
-/// Resolves a thread count: 0 means omp_get_max_threads(); negative throws conv::Error ("threads").
+/// Most CPU threads a call may ask for: far past any CPU this runs on, and below the counts at
+/// which the OpenMP runtime fails to start its threads (100000 crashed inside GOMP_parallel).
+constexpr int kMaxThreads = 1024;
+
+/// Resolves a thread count: 0 means omp_get_max_threads(). Throws conv::Error ("threads") when
+/// it is negative or above kMaxThreads.
 int resolve_threads(int threads);
 
 /// convtune's version string ("MAJOR.MINOR.PATCH").

@@ -10,11 +10,13 @@
 
 namespace convtune_py {
 
-/// The threads keyword: an int in [0, 2^31) (0 = all). Throws conv::Error naming "threads".
+/// The threads keyword: an int in [0, conv::kMaxThreads] (0 = all). Throws conv::Error naming
+/// "threads".
 inline int thread_arg(nanobind::handle v) {
-  const int64_t t = int_arg(v, "threads", "[0, 2^31)");
-  if (t < -0x7fffffff || t > 0x7fffffff)  // negative: resolve_threads says it
-    throw conv::Error("threads: must be in [0, 2^31) (0 = all), got " + std::to_string(t));
+  static const std::string range = "[0, " + std::to_string(conv::kMaxThreads) + "]";
+  const int64_t t = int_arg(v, "threads", range.c_str());
+  if (t < 0 || t > conv::kMaxThreads)  // before the narrowing to resolve_threads' int
+    throw conv::Error("threads: must be in " + range + " (0 = all), got " + std::to_string(t));
   return static_cast<int>(t);
 }
 
@@ -23,7 +25,7 @@ inline int thread_arg(nanobind::handle v) {
 inline conv::ForwardOptions forward_options(int threads, const std::optional<std::string>& perfdb,
                                             const std::optional<std::string>& find_mode) {
   conv::ForwardOptions o;
-  conv::resolve_threads(threads);  // throws conv::Error naming "threads" when negative
+  conv::resolve_threads(threads);  // throws conv::Error naming "threads" when out of range
   o.threads = threads;
   if (perfdb) o.perfdb_path = *perfdb;
   if (find_mode) o.find_mode = conv::parse_find_mode(*find_mode);
