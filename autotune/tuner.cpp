@@ -8,6 +8,8 @@
 #include <deque>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "buffer.hpp"
 #include "device_ops.hpp"
 #include "measure.hpp"
@@ -37,6 +39,23 @@ std::string mib(size_t bytes) {
   s.precision(1);
   s << std::fixed << bytes / 1048576.0 << " MiB";
   return s.str();
+}
+
+// Refuses a problem whose host tensors alone would not fit in this machine's memory: allocation
+// succeeds lazily on Linux, so such a problem would page for minutes and past any --budget (a
+// 40000 x 40000 image had taken 19.5 of 23 GiB after 70 s) before it failed or was killed.
+void check_host_memory(const ConvProblem& p) {
+  // x, w, y, the NaN poison y, and the trusted y and magnitudes in float64: a lower bound.
+  const double need =
+      static_cast<double>(p.x_bytes()) + p.w_bytes() + 2.0 * p.y_bytes() + 16.0 * p.y_elems();
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;  // unknown: let the allocation decide
+  const double have = static_cast<double>(pages) * page;
+  if (need > 0.75 * have)
+    throw Error("problem: tuning it needs at least " + mib(static_cast<size_t>(need)) +
+                " of host memory for its tensors and their float64 reference, more than 3/4 of "
+                "this machine's " +
+                mib(static_cast<size_t>(have)));
 }
 
 // The trusted output y_ref and the magnitudes sum|x*w| + |bias| every candidate is judged by.
@@ -174,6 +193,7 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
 
   // Fresh random data on the host first: a problem too big for memory fails here, before any
   // algorithm is asked about it.
+  check_host_memory(p);
   AlignedBuffer hx(p.x_bytes()), hw(p.w_bytes()), hb(p.K * 4), hy(p.y_bytes()), poison(p.y_bytes());
   fill_uniform(hx.floats(), p.x_elems(), o.seed);
   fill_uniform(hw.floats(), p.w_elems(), o.seed + 1);

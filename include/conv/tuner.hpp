@@ -144,7 +144,9 @@ using TuneProgress = std::function<void(size_t, size_t, const CandidateResult&)>
 /// (uniform in [-1, 1]): one run checked against the trusted result, then the interleaved
 /// timing rounds described at TuneOptions. Candidates that throw are "failed", those above
 /// their error bound "rejected"; neither can win. `progress` is called after each candidate's
-/// check. Throws conv::Error when `p` is invalid.
+/// check. Throws conv::Error when `p` is invalid, and ("problem: ...") before allocating anything
+/// when its host tensors and their float64 reference would take more than 3/4 of the machine's
+/// physical memory.
 TuneResult tune(const ConvProblem& p, const TuneOptions& options = {},
                 const TuneProgress& progress = {});
 
