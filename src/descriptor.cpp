@@ -5,12 +5,14 @@
 // Everything here is linear in the length of the text.
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
 #include "conv/problem.hpp"
+#include "quoted.hpp"
 
 namespace conv {
 
@@ -19,10 +21,6 @@ namespace {
 // Every number must fit ConvProblem::validate()'s size bound; it also keeps the padding
 // derivation below far from int64 overflow.
 constexpr int64_t kMaxValue = int64_t{1} << 31;
-
-std::string quoted(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
-}
 
 bool is_digit(char c) {
   return std::isdigit(static_cast<unsigned char>(c)) != 0;
@@ -163,12 +161,24 @@ class DescriptorParser {
           name += text_[pos_++];
           continue;
         }
+        no_control(c, pos_ - 1);
         name += c;
       }
       r.name = std::move(name);
     } else {
+      for (size_t i = pos_; i < end_; ++i) no_control(text_[i], i);
       r.name = std::string(text_.substr(pos_, end_ - pos_));
       pos_ = end_;
+    }
+  }
+
+  // A name is printed into batch files, one descriptor per line: a newline or other control
+  // character in it could not be read back.
+  void no_control(char c, size_t at) const {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(c));
+      fail_at(at, std::string("name: control character ") + hex + " (not allowed in names)");
     }
   }
 
@@ -322,7 +332,8 @@ std::string to_descriptor(const ConvProblem& p) {
     s << "n\"";
     for (char c : p.name) {
       if (c == '"' || c == '\\') s << '\\';
-      s << c;
+      // As model imports do: a control character set through the API would end the line.
+      s << (static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '_' : c);
     }
     s << '"';
   }
@@ -370,6 +381,22 @@ std::vector<std::string> split_words(const std::string& line) {
   return words;
 }
 
+// Why a benchdnn option would make the batch's problems other than forward fp32 convolutions,
+// or null: tuning them as such would answer another question than the file asks.
+const char* changes_the_convolution(const std::string& word) {
+  auto value = [&](const char* option) -> std::optional<std::string> {
+    const size_t n = std::strlen(option);
+    if (word.compare(0, n, option) != 0) return std::nullopt;
+    return word.substr(n);
+  };
+  if (auto dir = value("--dir="); dir && *dir != "FWD_B" && *dir != "FWD_D" && *dir != "FWD_I")
+    return "convtune runs forward convolutions only (--dir=FWD_B, FWD_D or FWD_I)";
+  for (const char* option : {"--cfg=", "--dt="})
+    if (auto dt = value(option); dt && *dt != "f32" && *dt != "f32:f32:f32")
+      return "convtune computes in fp32 only (f32)";
+  return nullptr;
+}
+
 void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem>& out) {
   std::ifstream in(path);
   if (!in) throw Error("batch file " + quoted(path) + ": cannot open for reading");
@@ -398,9 +425,11 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
         fail(at, e.what());
       }
       --st.depth;
+    } else if (const char* why = changes_the_convolution(word)) {
+      fail(at, quoted(word) + ": " + why);
     } else if (word[0] == '-') {
-      // Other benchdnn options (--conv, --dir, --cfg, --alg, --attr-..., -v...) choose what is
-      // run with a problem, not the forward convolution itself.
+      // Other benchdnn options (--conv, --alg, --attr-..., --stag, -v...) choose how a problem
+      // is run or checked, not what the forward convolution computes.
     } else {
       try {
         ConvProblem p = parse_descriptor(word);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "conv/problem.hpp"
+#include "quoted.hpp"
 
 namespace conv {
 
@@ -93,10 +94,6 @@ constexpr Flag kFlags[] = {
 // MIOpenDriver's conv sub-commands; only the fp32 one matches our problems.
 constexpr const char* kOtherSubcommands[] = {"convfp16", "convbfp16", "convint8",
                                              "convfp8",  "convbfp8",  "convfp64"};
-
-std::string quoted(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
-}
 
 std::string name_of(const Flag& f) {
   return std::string("-") + f.short_name + "/--" + f.long_name;

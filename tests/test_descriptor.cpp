@@ -161,6 +161,19 @@ TEST_CASE("descriptor round trip: names with quotes, backslashes, spaces and #")
   }
 }
 
+TEST_CASE("descriptor names: control characters are refused, and printed as _ when set directly") {
+  CHECK_THROWS_WITH(parse_descriptor("mb1ic3ih8oc4kh3n\"new\nline\""),
+                    Contains("position 20: name: control character 0x0a") &&
+                        Contains("\"mb1ic3ih8oc4kh3n\"new\\x0aline\"\""));
+  CHECK_THROWS_WITH(parse_descriptor("mb1ic3ih8oc4kh3nesc\x1b"),
+                    Contains("name: control character 0x1b"));
+  ConvProblem p = parse_descriptor("mb1ic3ih8oc4kh3");
+  p.name = "a\nb\x7f";
+  const std::string text = conv::to_descriptor(p);
+  CHECK(text.find('\n') == std::string::npos);
+  CHECK(parse_descriptor(text).name == "a_b_");
+}
+
 // ---- fields and defaults -------------------------------------------------------------------
 
 TEST_CASE("descriptor: every token sets its field") {
@@ -524,6 +537,15 @@ TEST_CASE("read_batch_file errors name the file and the line") {
     TempFile f("ic1ih5oc1kh3\n--batch=/nonexistent/inner.txt\n");
     CHECK_THROWS_WITH(conv::read_batch_file(f.path()),
                       Contains(f.path() + ":2:") && Contains("/nonexistent/inner.txt"));
+  }
+  SECTION("options that ask for another computation") {
+    for (const char* option : {"--dir=BWD_W", "--dir=BWD_D", "--cfg=f16", "--dt=bf16:bf16:f32"}) {
+      TempFile f(std::string("ic1ih5oc1kh3\n") + option + " ic1ih5oc1kh3\n");
+      CHECK_THROWS_WITH(conv::read_batch_file(f.path()),
+                        Contains(f.path() + ":2: \"" + option + "\": convtune "));
+    }
+    TempFile ok("--dir=FWD_I --cfg=f32 --dt=f32:f32:f32 --alg=WINO ic1ih5oc1kh3\n");
+    CHECK(conv::read_batch_file(ok.path()).size() == 1);
   }
   SECTION("--batch recursion is bounded") {
     TempFile f("", "self");

@@ -66,7 +66,8 @@ struct ConvProblem {
 /// Tokens (any order, each at most once, `_` separators allowed, surrounding whitespace
 /// ignored): g mb ic ih iw oc oh ow kh kw sh sw ph pw dh dw, each followed by a decimal number
 /// in [0, 2^31], and the name: n"..." (`\"` and `\\` escape a quote and a backslash; tokens may
-/// follow) or n<rest> (the rest of the text, as benchdnn). 3D tokens (id od kd sd pd dd) are
+/// follow) or n<rest> (the rest of the text, as benchdnn); no control characters (a name goes
+/// into batch files, one descriptor per line). 3D tokens (id od kd sd pd dd) are
 /// rejected. Defaults and derivations as benchdnn's str2desc/sanitize_desc:
 /// - g=1, mb=2; ic and oc are required.
 /// - h tokens (ih oh kh sh ph dh): when any is given, ih and kh are required; sh=1, dh=0 (dense;
@@ -90,8 +91,8 @@ ConvProblem parse_descriptor(std::string_view text);
 /// differs from h; oh/ow whenever the bottom/right padding gives another output size than
 /// top/left padding on both sides would (so asymmetric problems round-trip; end padding that
 /// adds no output is dropped, as in key()). The name is appended as n"..." (`"` and `\`
-/// escaped) when non-empty. Printing is canonical: equal problems with equal names print equal
-/// text.
+/// escaped, control characters set through the API written as `_`) when non-empty. Printing is
+/// canonical: equal problems with equal names print equal text.
 std::string to_descriptor(const ConvProblem& p);
 
 /// Reads a benchdnn batch file: whitespace-separated words, one or more per line. A word is a
@@ -99,11 +100,12 @@ std::string to_descriptor(const ConvProblem& p);
 /// to the end of the line; blank lines are skipped; a word ending in `\` continues with the next
 /// word (benchdnn). Options: `--mb=N` sets the batch of the following descriptors (N = 0: as
 /// written; this and nested files), `--reset` clears it, `--batch=FILE` reads FILE (relative to
-/// this file's folder) in place; every other word starting with `-` (--conv, --dir, --cfg,
-/// --alg, --attr-..., -v...) is ignored since it does not change the forward convolution.
-/// Returns the problems in file order. Throws conv::Error `<path>:<line>: <descriptor error>` for
-/// a bad descriptor or option, and `batch file "<path>": cannot open for reading` when the file
-/// cannot be read.
+/// this file's folder) in place; `--dir=` other than FWD_B, FWD_D or FWD_I and `--cfg=`/`--dt=`
+/// other than f32 are refused (they ask for another computation); every other word starting with
+/// `-` (--conv, --alg, --attr-..., --stag, -v...) is ignored since it does not change the
+/// forward convolution. Returns the problems in file order. Throws conv::Error
+/// `<path>:<line>: <descriptor error>` for a bad descriptor or option, and
+/// `batch file "<path>": cannot open for reading` when the file cannot be read.
 std::vector<ConvProblem> read_batch_file(const std::string& path);
 
 /// Builds a problem from a MIOpenDriver conv command line given as argv-like tokens, e.g.

@@ -6,14 +6,11 @@
 #include <utility>
 
 #include "onnx_conv.hpp"
+#include "quoted.hpp"
 
 namespace conv::import::onnx_import {
 
 namespace {
-
-std::string quoted(const std::string& s) {
-  return "\"" + s + "\"";
-}
 
 std::string list(const std::vector<int64_t>& v) {
   std::string s = "[";
