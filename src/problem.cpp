@@ -2,6 +2,7 @@
 #include <initializer_list>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include "conv/problem.hpp"
 
@@ -24,7 +25,8 @@ void need_positive(const char* field, int64_t v) {
 }
 
 // Product of positive factors, or -1 when it exceeds int64.
-int64_t checked_product(std::initializer_list<int64_t> factors) {
+template <class Factors>
+int64_t checked_product(const Factors& factors) {
   int64_t r = 1;
   for (int64_t f : factors)
     if (__builtin_mul_overflow(r, f, &r)) return -1;
@@ -93,24 +95,33 @@ void ConvProblem::validate() const {
     bad("pad_top", "output height OH = " + std::to_string(OH()) + " must be <= 2^31", pad_top);
   if (OW() > kMax)
     bad("pad_left", "output width OW = " + std::to_string(OW()) + " must be <= 2^31", pad_left);
-  // Byte sizes (4 bytes per fp32 element) must fit in 64 bits; the message blames the batch
-  // (or K for w) and lists every factor, since any of them may be the one that is too large.
-  auto check_bytes = [](const char* field, const char* what,
-                        std::initializer_list<int64_t> factors) {
-    if (checked_product(factors) >= 0) return;
-    std::ostringstream s;
-    s << "ConvProblem." << field << ": " << what << " = ";
-    const char* sep = "";
-    for (int64_t f : factors) {
-      s << sep << f;
-      sep = "*";
+  // Byte sizes (4 bytes per fp32 element) must fit in 64 bits; the message blames the field of
+  // the largest factor (the one most likely mistyped) and lists every factor.
+  struct Factor {
+    const char* field;
+    int64_t value;
+  };
+  auto check_bytes = [](const char* what, std::initializer_list<Factor> factors) {
+    std::vector<int64_t> values;
+    const Factor* largest = factors.begin();
+    for (const Factor& f : factors) {
+      values.push_back(f.value);
+      if (f.value > largest->value) largest = &f;
     }
+    values.push_back(4);
+    if (checked_product(values) >= 0) return;
+    std::ostringstream s;
+    s << "ConvProblem." << largest->field << ": " << what << " = ";
+    for (size_t i = 0; i < values.size(); ++i) s << (i ? "*" : "") << values[i];
     s << " bytes overflows 64 bits";
     throw Error(s.str());
   };
-  check_bytes("N", "x byte size N*C*H*W*4", {N, C, H, W, 4});
-  check_bytes("K", "w byte size K*(C/groups)*R*S*4", {K, Cg(), R, S, 4});
-  check_bytes("N", "y byte size N*K*OH*OW*4", {N, K, OH(), OW(), 4});
+  // An output size is the padding's fault when the padding exceeds the input.
+  const char* oh_field = pad_top + pad_bottom > H ? "pad_top" : "H";
+  const char* ow_field = pad_left + pad_right > W ? "pad_left" : "W";
+  check_bytes("x byte size N*C*H*W*4", {{"N", N}, {"C", C}, {"H", H}, {"W", W}});
+  check_bytes("w byte size K*(C/groups)*R*S*4", {{"K", K}, {"C", Cg()}, {"R", R}, {"S", S}});
+  check_bytes("y byte size N*K*OH*OW*4", {{"N", N}, {"K", K}, {oh_field, OH()}, {ow_field, OW()}});
   if (dtype != DType::f32) throw Error("ConvProblem.dtype: only f32 is supported");
   if (layout != Layout::NCHW) throw Error("ConvProblem.layout: only NCHW is supported");
 }

@@ -439,6 +439,9 @@ TEST_CASE("descriptor errors: validate() failures name the token and the field")
       {"ic1ih5oc1kh3dh2", "\"ih\": ConvProblem.H: padded height"},
       {"ic1ih5iw4oc1kh1kw5", "\"iw\": ConvProblem.W: padded width"},
       {"mb2147483648ic2147483648ih2147483648oc1kh1", "ConvProblem.N: x byte size"},
+      // Overflowing sizes blame their largest factor's token.
+      {"mb1ic3ih32oc8kh3ph1000000000", "\"ph\": ConvProblem.pad_top: y byte size"},
+      {"mb1ic3ih2147483647oc8kh3", "\"ih\": ConvProblem.H: x byte size"},
   };
   for (const auto& [text, message] : cases) {
     INFO(text);
