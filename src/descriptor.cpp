@@ -164,11 +164,23 @@ class DescriptorParser {
         no_control(c, pos_ - 1);
         name += c;
       }
+      utf8(name, at);
       r.name = std::move(name);
     } else {
       for (size_t i = pos_; i < end_; ++i) no_control(text_[i], i);
       r.name = std::string(text_.substr(pos_, end_ - pos_));
+      utf8(r.name, at);
       pos_ = end_;
+    }
+  }
+
+  // Names reach Python, JSON and terminals as text: bytes that are not UTF-8 would fail there
+  // (UnicodeDecodeError) or print as garbage, far from the file that held them.
+  void utf8(const std::string& name, size_t at) const {
+    for (size_t i = 0; i < name.size();) {
+      const int n = utf8_length(name, i);
+      if (n == 0) fail_at(at, "name: not UTF-8 text (byte " + std::to_string(i) + " of the name)");
+      i += n;
     }
   }
 

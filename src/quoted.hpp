@@ -7,18 +7,32 @@
 
 namespace conv {
 
-/// `s` in double quotes, control characters and DEL as \xHH: a descriptor, flag or model name
-/// echoed in an error must not move the cursor, ring the bell or start a terminal escape.
+/// Length of the UTF-8 sequence starting at s[i] (1-4), or 0 when the bytes there are not one.
+inline int utf8_length(std::string_view s, size_t i) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  const int n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (int k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+/// `s` in double quotes, with control characters, DEL and bytes that are not UTF-8 as \xHH: text
+/// echoed in an error must not move the cursor or start a terminal escape, and must stay valid
+/// UTF-8 for Python's exception message.
 inline std::string quoted(std::string_view s) {
   std::string out = "\"";
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
+  for (size_t i = 0; i < s.size();) {
+    const auto u = static_cast<unsigned char>(s[i]);
+    const int n = utf8_length(s, i);
+    if (n == 0 || u < 0x20 || u == 0x7f) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "\\x%02x", u);
       out += hex;
+      ++i;
     } else {
-      out += c;
+      out.append(s.substr(i, n));
+      i += n;
     }
   }
   return out + "\"";

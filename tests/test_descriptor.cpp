@@ -161,12 +161,16 @@ TEST_CASE("descriptor round trip: names with quotes, backslashes, spaces and #")
   }
 }
 
-TEST_CASE("descriptor names: control characters are refused, and printed as _ when set directly") {
+TEST_CASE("descriptor names: control characters and non-UTF-8 bytes are refused") {
   CHECK_THROWS_WITH(parse_descriptor("mb1ic3ih8oc4kh3n\"new\nline\""),
                     Contains("position 20: name: control character 0x0a") &&
                         Contains("\"mb1ic3ih8oc4kh3n\"new\\x0aline\"\""));
   CHECK_THROWS_WITH(parse_descriptor("mb1ic3ih8oc4kh3nesc\x1b"),
                     Contains("name: control character 0x1b"));
+  CHECK_THROWS_WITH(parse_descriptor("mb1ic3ih8oc4kh3n\"caf\xe9\""), Contains("name: not UTF-8"));
+  CHECK_THROWS_WITH(parse_descriptor("mb1ic3ih8oc4kh3n\xff"), Contains("name: not UTF-8"));
+  CHECK(parse_descriptor("mb1ic3ih8oc4kh3n\"caf\xc3\xa9 \xe2\x9c\x93\"").name ==
+        "caf\xc3\xa9 \xe2\x9c\x93");
   ConvProblem p = parse_descriptor("mb1ic3ih8oc4kh3");
   p.name = "a\nb\x7f";
   const std::string text = conv::to_descriptor(p);

@@ -66,8 +66,8 @@ struct ConvProblem {
 /// Tokens (any order, each at most once, `_` separators allowed, surrounding whitespace
 /// ignored): g mb ic ih iw oc oh ow kh kw sh sw ph pw dh dw, each followed by a decimal number
 /// in [0, 2^31], and the name: n"..." (`\"` and `\\` escape a quote and a backslash; tokens may
-/// follow) or n<rest> (the rest of the text, as benchdnn); no control characters (a name goes
-/// into batch files, one descriptor per line). 3D tokens (id od kd sd pd dd) are
+/// follow) or n<rest> (the rest of the text, as benchdnn); UTF-8 without control characters
+/// (a name goes into batch files, one descriptor per line). 3D tokens (id od kd sd pd dd) are
 /// rejected. Defaults and derivations as benchdnn's str2desc/sanitize_desc:
 /// - g=1, mb=2; ic and oc are required.
 /// - h tokens (ih oh kh sh ph dh): when any is given, ih and kh are required; sh=1, dh=0 (dense;

@@ -159,6 +159,8 @@ def load(source, path="oneshot", fingerprint=None, batch_file=None):
             batch = [(p.key, p.name) for p in read_batch_file(str(batch_file))]
         except Error as e:
             raise PlotError("%s: %s" % (batch_file, e)) from None
+        except UnicodeDecodeError:  # a path that is not text in this locale
+            raise PlotError("%s: not UTF-8 text" % batch_file) from None
     text = None
     if source == "-":
         text = sys.stdin.read()
@@ -210,6 +212,7 @@ def draw(layers, out, title=None, device=None, path="oneshot"):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    layers = [l for l in layers if l["times"]]  # e.g. JSON entries without candidates
     if not layers:
         raise PlotError("no layer with measurements to draw")
     algos = []

@@ -67,7 +67,13 @@ std::string path_arg(nb::handle v, const char* name) {
   if (nb::isinstance<nb::str>(v) || nb::isinstance<nb::bytes>(v) || nb::hasattr(v, "__fspath__")) {
     nb::object text = nb::module_::import_("os").attr("fsdecode")(v);
     std::string out;
-    if (nb::try_cast<std::string>(text, out)) return out;
+    if (nb::try_cast<std::string>(text, out)) {
+      // The C library would stop at the NUL and use another file than the one named (as open()
+      // refuses such a path with ValueError).
+      if (out.find('\0') != std::string::npos)
+        throw conv::Error(std::string(name) + ": a path must not contain a NUL character");
+      return out;
+    }
   }
   throw conv::Error(std::string(name) + ": expected a path (str, bytes or os.PathLike), got " +
                     (v.is_none() ? std::string("None") : py_type_name(v)));

@@ -22,7 +22,7 @@ namespace nb = nanobind;
 int64_t int_arg(nb::handle v, const std::string& name, const char* range);
 
 /// A file path: str, bytes or os.PathLike (os.fsdecode). Throws conv::Error naming `name` for
-/// another type.
+/// another type or a path with a NUL character.
 std::string path_arg(nb::handle v, const char* name);
 
 /// None, or a path as path_arg.

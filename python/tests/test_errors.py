@@ -210,3 +210,12 @@ def test_problem_errors():
         convtune.Problem("mb1ic3zz7")
     with pytest.raises(convtune.Error, match=r"not both"):
         convtune.Problem("mb1ic3ih8oc4kh3", C=3)
+
+
+def test_path_with_nul(tmp_path):
+    # The C library would stop at the NUL and open another file than the one named.
+    x, w = arrays()
+    bad = str(tmp_path / "a") + "\x00b"
+    with pytest.raises(convtune.Error, match=r"^perfdb: a path must not contain a NUL character$"):
+        convtune.conv2d(x, w, perfdb=bad)
+    assert not (tmp_path / "a").exists()

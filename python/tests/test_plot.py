@@ -88,6 +88,26 @@ def test_cli_neither_perfdb_nor_json(tmp_path, content):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("content", ["{}", '[{"name": 5}]'])
+def test_cli_json_without_measurements(tmp_path, content):
+    src = tmp_path / "empty.json"
+    src.write_text(content)
+    r = run_plot(src, "-o", tmp_path / "out.png")
+    assert r.returncode == 2
+    assert "no layer with measurements to draw" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_cli_binary_batch_file(tuned, tmp_path):
+    d, db, results, _ = tuned
+    batch = tmp_path / "batch.bin"
+    batch.write_bytes(b"mb1ic3ih8oc4kh3n\"caf\xe9\"\n\xff\xfe\x00binary")
+    r = run_plot(db, "--batch", batch, "-o", tmp_path / "out.png")
+    assert r.returncode == 2
+    assert r.stderr.startswith("convtune.plot: %s: " % batch)
+    assert "Traceback" not in r.stderr
+
+
 def test_cli_batch_layers_missing(tuned, tmp_path):
     d, db, results, _ = tuned
     partial = tmp_path / "partial.txt"
