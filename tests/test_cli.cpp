@@ -70,6 +70,15 @@ TEST_CASE("autotune tune on the seed batch stores winners; a second run reads th
   auto json = autotune("show --json --threads 2 --db '" + tmp.db() + "'");
   REQUIRE(json.code == 0);
   CHECK_THAT(json.out, Catch::Contains("\"winners\""));
+
+  // explain shows the winner stored in the database named by --db.
+  auto explain =
+      autotune("explain 'mb1ic1ih227oc96kh11sh4n\"seed:conv_s4\"' --algo cpu.direct --db '" +
+               tmp.db() + "'" + quick);
+  INFO(explain.out);
+  REQUIRE(explain.code == 0);
+  CHECK_THAT(explain.out,
+             Catch::Contains("stored winner (one-shot): ") && Catch::Contains(" in " + tmp.db()));
 }
 
 TEST_CASE("autotune explain lists every algorithm with times, errors and the winner") {

@@ -33,7 +33,7 @@ int run_explain(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
   // What best_forward would run today, for comparison with what is measured now.
   std::vector<conv::PerfDb> layers;
   try {
-    layers = read_layers(conv::PerfDb::default_path());
+    layers = read_layers(c.db_path());
   } catch (const conv::Error& e) {
     std::cerr << "autotune: warning: " << e.what() << "; stored winners not shown\n";
   }
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
       "explain",
       "every registered algorithm for a problem: applicable or why not, each config's "
       "time, GFLOP/s, % of peak, workspace, error; the winner marked");
-  common_explain.add_to(explain, false);
+  common_explain.add_to(explain, true);  // --db: where the stored winner shown is looked up
   explain_args.add_to(explain);
 
   CLI::App* layers = app.add_subcommand(
