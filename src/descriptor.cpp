@@ -187,7 +187,7 @@ class DescriptorParser {
   // A name is printed into batch files, one descriptor per line: a newline or other control
   // character in it could not be read back.
   void no_control(char c, size_t at) const {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+    if (is_control(c)) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(c));
       fail_at(at, std::string("name: control character ") + hex + " (not allowed in names)");
@@ -345,7 +345,7 @@ std::string to_descriptor(const ConvProblem& p) {
     for (char c : p.name) {
       if (c == '"' || c == '\\') s << '\\';
       // As model imports do: a control character set through the API would end the line.
-      s << (static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '_' : c);
+      s << (is_control(c) ? '_' : c);
     }
     s << '"';
   }

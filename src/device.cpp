@@ -60,11 +60,11 @@ const char* to_string(CpuIsa isa) {
   }
 }
 
-int resolve_threads(int threads) {
+int resolve_threads(int64_t threads) {
   if (threads < 0 || threads > kMaxThreads)
     throw Error("threads: must be in [0, " + std::to_string(kMaxThreads) + "] (0 = all), got " +
                 std::to_string(threads));
-  return threads > 0 ? threads : omp_get_max_threads();
+  return threads > 0 ? static_cast<int>(threads) : omp_get_max_threads();
 }
 
 const char* version() {

@@ -7,6 +7,12 @@
 
 namespace conv {
 
+/// A C0 control character or DEL: what would move a terminal's cursor or end a line.
+inline bool is_control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+
 /// Length of the UTF-8 sequence starting at s[i] (1-4), or 0 when the bytes there are not one.
 inline int utf8_length(std::string_view s, size_t i) {
   const auto b = static_cast<unsigned char>(s[i]);
@@ -25,7 +31,7 @@ inline std::string quoted(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const auto u = static_cast<unsigned char>(s[i]);
     const int n = utf8_length(s, i);
-    if (n == 0 || u < 0x20 || u == 0x7f) {
+    if (n == 0 || is_control(s[i])) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "\\x%02x", u);
       out += hex;

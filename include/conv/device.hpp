@@ -1,6 +1,7 @@
 // conv::Device: where a convolution runs, and the fingerprint that keys the perf database.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace conv {
@@ -42,7 +43,7 @@ constexpr int kMaxThreads = 1024;
 
 /// Resolves a thread count: 0 means omp_get_max_threads(). Throws conv::Error ("threads") when
 /// it is negative or above kMaxThreads.
-int resolve_threads(int threads);
+int resolve_threads(int64_t threads);
 
 /// convtune's version string ("MAJOR.MINOR.PATCH").
 const char* version();

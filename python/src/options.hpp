@@ -15,8 +15,7 @@ namespace convtune_py {
 inline int thread_arg(nanobind::handle v) {
   static const std::string range = "[0, " + std::to_string(conv::kMaxThreads) + "]";
   const int64_t t = int_arg(v, "threads", range.c_str());
-  if (t < 0 || t > conv::kMaxThreads)  // before the narrowing to resolve_threads' int
-    throw conv::Error("threads: must be in " + range + " (0 = all), got " + std::to_string(t));
+  conv::resolve_threads(t);  // throws conv::Error naming "threads" when out of range
   return static_cast<int>(t);
 }
 

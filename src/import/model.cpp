@@ -5,6 +5,7 @@
 
 #include "conv/model.hpp"
 #include "importers.hpp"
+#include "quoted.hpp"
 
 namespace conv {
 
@@ -19,7 +20,7 @@ ConvProblem checked(const Source& src, const std::string& where, ConvProblem p) 
   // Control characters would reach `autotune layers` output raw, and the descriptor printer
   // escapes only `"` and `\`, so a name like "c\n1" could not be read back by --batch.
   for (char& c : p.name)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
+    if (is_control(c)) c = '_';
   try {
     p.validate();
   } catch (const Error& e) {
