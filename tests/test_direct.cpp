@@ -273,6 +273,43 @@ TEST_CASE("cpu.direct and cpu.direct_kvec: the view copy's thread split, 1 to 5 
   }
 }
 
+TEST_CASE("cpu.direct_kvec: runs of blocks summed in one tile, every block size and mode") {
+  // A task's blocks share one tile that is stored to NCHW at once: runs across output rows
+  // (rows mode), across the unused view columns (wide mode: short, strided rows), of the
+  // flattened plane (1x1), resumed over reduction chunks (AVX2: hundreds of channels), with K
+  // tails, groups and batch 2. Every block size the CPU runs, offered or not (oc32 holds
+  // broadcasts rather than weights).
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct_kvec");
+  const std::vector<std::string> descriptors = {
+      "mb1ic4ih20iw61oc33kh3kw3ph1pw1n\"runs:rows\"",
+      "mb2ic5ih9iw9oc40kh3kw3ph1pw1n\"runs:wide\"",
+      "mb1ic3ih30iw30oc37kh3kw3sh2sw2ph1pw1n\"runs:wide_s2\"",
+      "mb1ic70ih13iw13oc50kh1kw1n\"runs:flat\"",
+      "mb1ic300ih7iw7oc70kh1kw1n\"runs:flat_chunks\"",
+      "mb1ic200ih9iw11oc41kh3kw3ph1pw1n\"runs:rows_chunks\"",
+      "g2mb1ic8ih15iw15oc48kh3kw3sh2sw2ph1pw1n\"runs:grouped\"",
+  };
+  std::vector<std::string> names = {"oc8", "oc16", "oc24", "oc32"};
+  if (conv::cpu_isa() == conv::CpuIsa::avx512)
+    names.insert(names.end(), {"oc16_avx512", "oc32_avx512", "oc48_avx512", "oc64_avx512"});
+  if (conv::cpu_isa() == conv::CpuIsa::scalar) names.clear();
+  int checked = 0;
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    const conv::ConvProblem p = conv::parse_descriptor(descriptors[i]);
+    convtest::ReferenceCase ref(p, 1400 + i);
+    for (const std::string& config : names)
+      for (int threads : {1, 3}) {
+        const bool packed = threads == 3;
+        const auto r = ref.check(algo, config, packed, threads);
+        INFO(label(p, config, packed, r) + ", threads " + std::to_string(threads));
+        CHECK(r.nonfinite == 0);
+        CHECK(r.max_error <= r.bound);
+        ++checked;
+      }
+  }
+  CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked >= 56));
+}
+
 TEST_CASE("cpu.direct: 1x1 inputs read in place at any float offset within a vector") {
   // The in-place 1x1 path starts its vectors at the input's first vector-aligned position after
   // a head vector; x and y at every float offset, planes of exactly one or two vectors (the head

@@ -63,7 +63,7 @@ BlockFn avx2_block(int oc, int vecs, bool one_tap) {
 }
 
 KvecFn avx2_kvec(int kb, int nw, bool one_tap) {
-  // kb*nw <= 14 accumulators, kb weight vectors and a broadcast fit 16 ymm.
+  // kb*nw <= 14 accumulators, min(kb, nw) held operands and one more fit 16 ymm.
   switch (kb) {
     case 1:
       return kvec_pick<Ymm, 1>(nw, one_tap, std::make_integer_sequence<int, 14>{});
@@ -71,6 +71,8 @@ KvecFn avx2_kvec(int kb, int nw, bool one_tap) {
       return kvec_pick<Ymm, 2>(nw, one_tap, std::make_integer_sequence<int, 6>{});
     case 3:
       return kvec_pick<Ymm, 3>(nw, one_tap, std::make_integer_sequence<int, 4>{});
+    case 4:
+      return kvec_pick<Ymm, 4>(nw, one_tap, std::make_integer_sequence<int, 3>{});
     default:
       return nullptr;
   }
@@ -94,12 +96,13 @@ void kvec_pack_avx2(const float* src, int64_t src_stride, int rows, int64_t cols
   }
 }
 
-void kvec_store_avx2(const float* tile, int n, int lanes, int kvalid, float* y, int64_t y_stride) {
+void kvec_store_avx2(const float* tile, int64_t n, int lanes, int64_t slab, int kvalid, float* y,
+                     int64_t y_stride) {
   for (int k8 = 0; k8 < kvalid; k8 += 8) {
-    const float* t = tile + (k8 / lanes) * n * lanes + k8 % lanes;
+    const float* t = tile + (k8 / lanes) * slab + k8 % lanes;
     const int kn = std::min(8, kvalid - k8);
-    for (int j8 = 0; j8 < n; j8 += 8) {
-      const int jn = std::min(8, n - j8);
+    for (int64_t j8 = 0; j8 < n; j8 += 8) {
+      const int jn = static_cast<int>(std::min<int64_t>(8, n - j8));
       __m256 r[8];
       for (int i = 0; i < 8; ++i)
         r[i] = i < jn ? _mm256_loadu_ps(t + (j8 + i) * lanes) : _mm256_setzero_ps();

@@ -43,11 +43,10 @@ namespace direct {
 namespace {
 
 // One block of positions: view offset of position 0, and where position 0 is stored in the
-// output plane; in wide mode, where each position is (-1: an unused view column).
+// output plane (rows and flat modes).
 struct PosBlock {
   int64_t x = 0, y0 = 0;
   int n = 0;
-  int64_t y[32];  // wide mode only
 };
 
 // How the output plane is cut into blocks.
@@ -105,10 +104,6 @@ void block_pos(const Geometry& g, const Blocking& b, int64_t i, PosBlock* out) {
     case Blocking::Mode::wide: {
       out->x = i * b.nw;
       out->n = static_cast<int>(std::min(b.nw, b.span - out->x));
-      for (int j = 0; j < out->n; ++j) {
-        const int64_t v = out->x + j, oh = v / g.row_step, ow = v % g.row_step;
-        out->y[j] = ow < g.OW ? oh * g.OW + ow : -1;
-      }
       return;
     }
   }
@@ -118,11 +113,11 @@ void block_pos(const Geometry& g, const Blocking& b, int64_t i, PosBlock* out) {
 // at most 448 per block), kMaxRun blocks; a chunk's weights at most kChunkFloats floats.
 constexpr int64_t kTileFloats = 4096, kMaxRun = 32, kChunkFloats = 3072;
 // Positions per block (KvecConfig::max_nw) by kb: zmm 16 lanes, ymm 8.
-constexpr int kZmmMaxNw[] = {28, 14, 9, 6}, kYmmMaxNw[] = {14, 6, 4};
+constexpr int kZmmMaxNw[] = {28, 14, 9, 6}, kYmmMaxNw[] = {14, 6, 4, 3};
 constexpr bool every_tile_fits() {
   for (int kb = 1; kb <= 4; ++kb)
     if (kb * 16 * kZmmMaxNw[kb - 1] > kTileFloats) return false;
-  for (int kb = 1; kb <= 3; ++kb)
+  for (int kb = 1; kb <= 4; ++kb)
     if (kb * 8 * kYmmMaxNw[kb - 1] > kTileFloats) return false;
   return true;
 }
@@ -186,13 +181,14 @@ std::string KvecConfig::name() const {
 KvecConfig parse_kvec_config(const std::string& text) {
   for (int aligned = 0; aligned < 2; ++aligned)
     for (int z = 0; z < 2; ++z)
-      for (int kb = 1; kb <= (z ? 4 : 3); ++kb) {
+      for (int kb = 1; kb <= 4; ++kb) {
         const KvecConfig c{kb, z == 1, aligned == 1};
         if (c.name() == text) return c;
       }
-  throw Error("config: cpu.direct_kvec has no config \"" + text +
-              "\" (known: oc8, oc16, oc24, oc16_avx512, oc32_avx512, oc48_avx512, oc64_avx512, "
-              "each also with \"_aligned\")");
+  throw Error(
+      "config: cpu.direct_kvec has no config \"" + text +
+      "\" (known: oc8, oc16, oc24, oc32, oc16_avx512, oc32_avx512, oc48_avx512, oc64_avx512, "
+      "each also with \"_aligned\")");
 }
 
 namespace {
@@ -259,18 +255,18 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   common.x_channel_stride = g.plane;
   common.prefetch_ahead = prefetch_ahead(p, g);
 
-  // AVX2 blocks sum over input channels in chunks whose weights (12 KiB) stay in L1 over a run
-  // of position blocks, the partial sums waiting in per-thread tiles; with all channels at once
-  // each block streams its whole weight block from L2 (alternating runs, AVX2 cap, kvec oc16:
-  // resnet50 res4_3x3_s2 -10%, alexnet conv2 and conv5 -4%). AVX-512 blocks measured no
-  // better chunked (mixed, -3% to +5%), so they keep one chunk and runs of one block.
+  // A task is a run of adjacent position blocks whose sums share one tile, stored to NCHW at
+  // once: 8x8 transposes of whole vectors, not of each block's 4-6 positions, whose partial
+  // stores took 60% of a few-channel layer's time (mobilenet_v2 stem, kvec oc16, one thread).
+  // AVX2 blocks sum over input channels in chunks whose weights (12 KiB) stay in L1 over the
+  // run, the partial sums waiting in the tile; with all channels at once each block streams its
+  // whole weight block from L2 (alternating runs, AVX2 cap, kvec oc16: resnet50 res4_3x3_s2
+  // -10%, alexnet conv2 and conv5 -4%). AVX-512 blocks measured no better chunked (mixed, -3%
+  // to +5%), so they keep one chunk.
   const int64_t tile_floats = kbl * bl.nw;
   const int64_t chunk = l.chunk;
-  const int64_t run =
-      chunk == Cg ? 1
-                  : std::clamp<int64_t>(std::min(kTileFloats / tile_floats,
-                                                 p.groups * l.nkb * bl.count / (4 * threads)),
-                                        1, kMaxRun);
+  const int64_t run = std::clamp<int64_t>(
+      std::min(kTileFloats / tile_floats, p.groups * l.nkb * bl.count / (4 * threads)), 1, kMaxRun);
   // Balanced runs (136 blocks in runs of at most 32: 27 or 28 each, not 28, 28, 28, 28, 24), so
   // that the threads' equal shares of the tasks are equal shares of the blocks too.
   const int64_t runs = ceil_div(bl.count, run);
@@ -316,7 +312,13 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
         const int64_t kb = channels_inner ? rest % l.nkb : rest / runs;
         const int64_t r = channels_inner ? rest / l.nkb : rest % runs;
         const int64_t pb0 = r * bl.count / runs, nb = (r + 1) * bl.count / runs - pb0;
-        for (int64_t i = 0; i < nb; ++i) block_pos(g, bl, pb0 + i, &pos[i]);
+        int64_t off[kMaxRun], P = 0;  // each block's first position in the run's tile
+        for (int64_t i = 0; i < nb; ++i) {
+          block_pos(g, bl, pb0 + i, &pos[i]);
+          off[i] = P;
+          P += pos[i].n;
+        }
+        blk.slab = P * L;
         const int64_t gkb = grp * l.nkb + kb;
         const float* wk = wpk + gkb * block_floats;
         if (pack_own) {
@@ -333,25 +335,25 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
           blk.partial = c0 > 0;
           for (int64_t i = 0; i < nb; ++i) {
             blk.x = xg + c0 * g.plane + pos[i].x;
-            blk.tile = tiles + i * tile_floats;
+            blk.tile = tiles + off[i] * L;
             fns[pos[i].n](cc, blk);
           }
         }
         const int64_t k0 = kb * kbl, kvalid = std::min(kbl, Kg - k0);
         float* yk = yn + (grp * Kg + k0) * g.OHW;
-        for (int64_t i = 0; i < nb; ++i) {
-          const float* tile = tiles + i * tile_floats;
-          if (bl.mode != Blocking::Mode::wide) {  // positions contiguous in y
-            kvec_store_avx2(tile, pos[i].n, static_cast<int>(L), static_cast<int>(kvalid),
-                            yk + pos[i].y0, g.OHW);
-            continue;
-          }
-          for (int64_t k = 0; k < kvalid; ++k) {
-            const float* t = tile + (k / L) * pos[i].n * L + k % L;
-            float* yrow = yk + k * g.OHW;
-            for (int j = 0; j < pos[i].n; ++j)
-              if (pos[i].y[j] >= 0) yrow[pos[i].y[j]] = t[j * L];
-          }
+        if (bl.mode != Blocking::Mode::wide) {  // the run's positions are contiguous in y
+          kvec_store_avx2(tiles, P, static_cast<int>(L), P * L, static_cast<int>(kvalid),
+                          yk + pos[0].y0, g.OHW);
+          continue;
+        }
+        // Wide: the run's positions are contiguous view offsets; each view row's first OW
+        // columns are one output row's positions.
+        const int64_t v0 = pos[0].x, v1 = v0 + P, rs = g.row_step;
+        for (int64_t oh = v0 / rs; oh * rs < v1; ++oh) {
+          const int64_t c0 = std::max(v0, oh * rs), c1 = std::min(v1, oh * rs + g.OW);
+          if (c1 > c0)
+            kvec_store_avx2(tiles + (c0 - v0) * L, c1 - c0, static_cast<int>(L), P * L,
+                            static_cast<int>(kvalid), yk + oh * g.OW + (c0 - oh * rs), g.OHW);
         }
       }
     }
@@ -390,7 +392,7 @@ class DirectKvec final : public Algorithm {
     const bool z = cpu_isa() == CpuIsa::avx512;
     const std::vector<KvecConfig> all =
         z ? std::vector<KvecConfig>{{2, true}, {4, true}, {3, true}, {1, true}}
-          : std::vector<KvecConfig>{{2, false}, {3, false}, {1, false}};
+          : std::vector<KvecConfig>{{2, false}, {3, false}, {4, false}, {1, false}};
     std::vector<std::string> out;
     for (const KvecConfig& c : all)
       if (little_waste(p, c)) out.push_back(c.name());

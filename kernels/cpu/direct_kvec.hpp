@@ -18,7 +18,7 @@ struct KvecConfig {
   bool zmm = false;
   bool aligned = false;
   int lanes() const { return zmm ? 16 : 8; }
-  /// Positions per block: accumulators kb*nw, kb weight vectors and a broadcast fit the
+  /// Positions per block: accumulators kb*nw, min(kb, nw) held operands and one more fit the
   /// register file (16 ymm or 32 zmm).
   int max_nw() const;
   std::string name() const;
@@ -41,7 +41,7 @@ struct KvecCommon {
 
 /// One block: nw output positions at consecutive view offsets x, x + 1, ... (tap 0, channel 0);
 /// weights packed [channels][R*S][kb*lanes]; bias (kb*lanes values) or null for zero. The kernel
-/// writes the sums to tile[(k_vec * nw + j) * lanes + lane] (position j, channel
+/// writes the sums to tile[k_vec * slab + j * lanes + lane] (position j, channel
 /// k_vec*lanes + lane); the driver stores the tile to NCHW. With `partial`, the sums start from
 /// the tile's values (an earlier chunk of input channels) and `bias` is ignored.
 struct KvecBlock {
@@ -49,6 +49,7 @@ struct KvecBlock {
   const float* w = nullptr;
   const float* bias = nullptr;
   float* tile = nullptr;
+  int64_t slab = 0;  ///< tile floats between vectors of channels, at least nw * lanes
   bool partial = false;
 };
 
@@ -60,9 +61,11 @@ KvecFn avx2_kvec(int kb, int nw, bool one_tap);
 /// The AVX-512 kernel, likewise; only call on a CPU with AVX-512F/BW/VL.
 KvecFn avx512_kvec(int kb, int nw, bool one_tap);
 
-/// Stores a kernel's tile of n consecutive positions to NCHW: y[k * y_stride + j] = the sum of
-/// channel k (< kvalid) at position j (< n), 8x8 AVX transposes; needs AVX2.
-void kvec_store_avx2(const float* tile, int n, int lanes, int kvalid, float* y, int64_t y_stride);
+/// Stores a tile of n consecutive positions (KvecBlock's layout, `slab` floats between vectors of
+/// `lanes` channels) to NCHW: y[k * y_stride + j] = the sum of channel k (< kvalid) at position
+/// j (< n), 8x8 AVX transposes; needs AVX2.
+void kvec_store_avx2(const float* tile, int64_t n, int lanes, int64_t slab, int kvalid, float* y,
+                     int64_t y_stride);
 
 /// Packs `rows` (<= kbl) rows of `cols` floats (row r at src + r*src_stride) transposed into
 /// dst[col * kbl + r], zero for rows >= `rows` (8x8 AVX transposes; needs AVX2).

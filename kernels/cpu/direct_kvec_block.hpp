@@ -20,14 +20,26 @@ namespace conv::kernels::direct {
 
 #define CONVTUNE_UNROLL _Pragma("GCC unroll 32")
 
+// The smaller operand set is held for the step (KB weight vectors or NW broadcasts, as
+// oneDNN's jit_avx2_conv holds ur_w broadcasts for 4 ymm of channels), so KB*NW + min(KB, NW)
+// + 1 registers suffice.
 template <class V, int KB, int NW>
 inline void kvec_step(typename V::reg (&acc)[KB][NW], const float* x, const float* w) {
   using R = typename V::reg;
-  R wv[KB];
-  CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) wv[k] = V::loadu(w + k * V::lanes);
-  CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) {
-    const R xb = V::broadcast(x + j);
-    CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) acc[k][j] = V::fmadd(wv[k], xb, acc[k][j]);
+  if constexpr (KB > NW) {
+    R xb[NW];
+    CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) xb[j] = V::broadcast(x + j);
+    CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) {
+      const R wv = V::loadu(w + k * V::lanes);
+      CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) acc[k][j] = V::fmadd(wv, xb[j], acc[k][j]);
+    }
+  } else {
+    R wv[KB];
+    CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) wv[k] = V::loadu(w + k * V::lanes);
+    CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) {
+      const R xb = V::broadcast(x + j);
+      CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) acc[k][j] = V::fmadd(wv[k], xb, acc[k][j]);
+    }
   }
 }
 
@@ -38,7 +50,7 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
   R acc[KB][NW];
   if (b.partial) {
     CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) CONVTUNE_UNROLL for (int j = 0; j < NW; ++j)
-        acc[k][j] = V::loadu(b.tile + (k * NW + j) * L);
+        acc[k][j] = V::loadu(b.tile + k * b.slab + j * L);
   } else {
     CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) {
       const R init = b.bias ? V::loadu(b.bias + k * L) : V::zero();
@@ -83,7 +95,7 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
     }
   }
   CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) CONVTUNE_UNROLL for (int j = 0; j < NW; ++j)
-      V::storeu(b.tile + (k * NW + j) * L, acc[k][j]);
+      V::storeu(b.tile + k * b.slab + j * L, acc[k][j]);
 }
 
 // The kernel for `nw` positions (1..MaxNW) of a KB block, for each tap specialisation.
