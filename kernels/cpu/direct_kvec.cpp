@@ -373,7 +373,8 @@ class DirectKvec final : public Algorithm {
   // 2: 1x1 planes that are not whole cache lines are read in place unless "_aligned".
   // 3: one loop over the (channel, tap) steps; one-pass stride-2/4 view rows (same sums).
   // 4: position-split tasks copy their own view rows (same sums).
-  std::string version() const override { return "4"; }
+  // 5: a run of position blocks shares one tile, stored at once; AVX2 oc32 (same sums).
+  std::string version() const override { return "5"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 
