@@ -17,7 +17,8 @@
 # usage: scripts/gpu-check.sh [extra cmake arguments]
 # env:   CUDA_ARCH (default 90), CONVTUNE_LAYERS (default ../shared/layers, or the bundle's),
 #        CONVTUNE_GPU_BUNDLE (a scripts/gpu-pack.sh tarball), GPU_CHECK_OUT (where the logs and
-#        JSON go; default build-gpu), GPU_CHECK_BUDGET (tuning seconds per layer; default 20)
+#        JSON go; default build-gpu), GPU_CHECK_BUDGET (tuning seconds per layer; default 20),
+#        GPU_CHECK_TEST_TIMEOUT (seconds for test_cuda; default 600)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
