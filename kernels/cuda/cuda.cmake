@@ -10,7 +10,14 @@ if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
   set(CMAKE_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures to compile for")
 endif()
 enable_language(CUDA)
+# CUDA 12.9 and later ship no libnvToolsExt (NVTX 3 is header-only), and CMake 3.25's
+# FindCUDAToolkit (Debian 12) then fails marking the missing CUDA::nvToolsExt target deprecated,
+# which it does only for projects requiring CMake >= 3.25. We link no NVTX, so the module runs
+# as for an older project; later CMake releases check that the target exists.
+set(convtune_min_cmake ${CMAKE_MINIMUM_REQUIRED_VERSION})
+set(CMAKE_MINIMUM_REQUIRED_VERSION 3.24)
 find_package(CUDAToolkit REQUIRED)
+set(CMAKE_MINIMUM_REQUIRED_VERSION ${convtune_min_cmake})
 
 find_library(CONVTUNE_CUDNN_LIBRARY NAMES cudnn
              HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
