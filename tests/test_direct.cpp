@@ -289,7 +289,8 @@ TEST_CASE("cpu.direct_kvec: runs of blocks summed in one tile, every block size 
       "mb1ic200ih9iw11oc41kh3kw3ph1pw1n\"runs:rows_chunks\"",
       "g2mb1ic8ih15iw15oc48kh3kw3sh2sw2ph1pw1n\"runs:grouped\"",
   };
-  std::vector<std::string> names = {"oc8", "oc16", "oc24", "oc32"};
+  std::vector<std::string> names = {"oc8",       "oc16",       "oc24",       "oc32",
+                                    "oc8_whole", "oc16_whole", "oc24_whole", "oc32_whole"};
   if (conv::cpu_isa() == conv::CpuIsa::avx512)
     names.insert(names.end(), {"oc16_avx512", "oc32_avx512", "oc48_avx512", "oc64_avx512"});
   if (conv::cpu_isa() == conv::CpuIsa::scalar) names.clear();

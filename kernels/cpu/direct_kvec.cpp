@@ -19,7 +19,8 @@
 // last pass, as oneDNN does). A thread's task is a run of position blocks of one output-channel
 // block; tasks run output-channel blocks innermost when the input is the operand that overflows
 // L2, and AVX2 tasks sum over input channels in chunks whose weights stay in L1 (the cache
-// blocking of Georganas et al.), the run's partial sums waiting in per-thread tiles.
+// blocking of Georganas et al.; "_whole" configs sum all at once), the run's partial sums waiting
+// in per-thread tiles.
 //
 // Cost: N*K*C/g*R*S*OH*OW FMAs with K/g rounded up to whole kb*lanes blocks (and view columns
 // OW..Wq-1 in wide mode); plus the view copy (as cpu.direct) and, one-shot, one pass over the
@@ -145,7 +146,7 @@ Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
   // AVX2 blocks sum over input channels in chunks whose weights (12 KiB) stay in L1 (see
   // kvec_forward).
   const int64_t T = p.R * p.S;
-  l.chunk = c.zmm ? p.Cg() : std::clamp<int64_t>(kChunkFloats / (T * l.kbl), 1, p.Cg());
+  l.chunk = c.zmm || c.whole ? p.Cg() : std::clamp<int64_t>(kChunkFloats / (T * l.kbl), 1, p.Cg());
   l.n_steps = step_table_entries(l.g, l.chunk);
   return l;
 }
@@ -175,20 +176,22 @@ int KvecConfig::max_nw() const {
 }
 
 std::string KvecConfig::name() const {
-  return "oc" + std::to_string(kb * lanes()) + (zmm ? "_avx512" : "") + (aligned ? "_aligned" : "");
+  return "oc" + std::to_string(kb * lanes()) + (zmm ? "_avx512" : "") +
+         (aligned ? "_aligned" : "") + (whole ? "_whole" : "");
 }
 
 KvecConfig parse_kvec_config(const std::string& text) {
-  for (int aligned = 0; aligned < 2; ++aligned)
-    for (int z = 0; z < 2; ++z)
-      for (int kb = 1; kb <= 4; ++kb) {
-        const KvecConfig c{kb, z == 1, aligned == 1};
-        if (c.name() == text) return c;
-      }
+  for (int whole = 0; whole < 2; ++whole)
+    for (int aligned = 0; aligned < 2; ++aligned)
+      for (int z = 0; z < 2 - whole; ++z)
+        for (int kb = 1; kb <= 4; ++kb) {
+          const KvecConfig c{kb, z == 1, aligned == 1, whole == 1};
+          if (c.name() == text) return c;
+        }
   throw Error(
       "config: cpu.direct_kvec has no config \"" + text +
       "\" (known: oc8, oc16, oc24, oc32, oc16_avx512, oc32_avx512, oc48_avx512, oc64_avx512, "
-      "each also with \"_aligned\")");
+      "each also with \"_aligned\", and the AVX2 ones with \"_whole\")");
 }
 
 namespace {
@@ -374,7 +377,8 @@ class DirectKvec final : public Algorithm {
   // 3: one loop over the (channel, tap) steps; one-pass stride-2/4 view rows (same sums).
   // 4: position-split tasks copy their own view rows (same sums).
   // 5: a run of position blocks shares one tile, stored at once; AVX2 oc32 (same sums).
-  std::string version() const override { return "5"; }
+  // 6: AVX2 "_whole" configs for kernels larger than 1x1 (same sums).
+  std::string version() const override { return "6"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 
@@ -397,6 +401,17 @@ class DirectKvec final : public Algorithm {
     std::vector<std::string> out;
     for (const KvecConfig& c : all)
       if (little_waste(p, c)) out.push_back(c.name());
+    // AVX2 blocks of a kernel larger than 1x1 whose reduction spans several chunks also come
+    // summing all channels at once: which is faster varies by layer (alternating runs, 2
+    // threads, Zen 4 under the AVX2 cap: resnet50 res3_3x3_s2 oc16 1.34-1.38 -> 1.22-1.28 ms,
+    // res4_3x3_s2 1.32 -> 1.28, alexnet conv5 oc16 0.90 -> 0.87; res5_3x3_s2 oc32 1.61 -> 1.78
+    // and alexnet conv1 oc16 1.14 -> 1.18 slower).
+    if (!z && p.R * p.S > 1)
+      for (const KvecConfig& c : all) {
+        KvecConfig w = c;
+        w.whole = true;
+        if (little_waste(p, c) && make_layout(p, c).chunk < p.Cg()) out.push_back(w.name());
+      }
     // As cpu.direct: in place or aligned copies of 1x1 planes is the tuner's choice.
     append_aligned_configs(p, z ? 16 : 8, &out);
     return out;

@@ -12,11 +12,14 @@ namespace conv::kernels::direct {
 /// to max_nw() output positions. Written "oc<kb*lanes>" for AVX2 (ymm, 8 lanes), e.g. "oc16"
 /// = 2 ymm of channels x 6 positions, and "oc<kb*lanes>_avx512" for AVX-512 (zmm, 16 lanes).
 /// A "_aligned" suffix reads a 1x1 input from cache-line-aligned plane copies instead of in
-/// place (direct_view.hpp: aligned_copy_optional).
+/// place (direct_view.hpp: aligned_copy_optional). A "_whole" suffix (AVX2, kernels larger than
+/// 1x1) sums all C/g input channels in one pass per block instead of in chunks whose weights stay
+/// in L1.
 struct KvecConfig {
   int kb = 2;
   bool zmm = false;
   bool aligned = false;
+  bool whole = false;
   int lanes() const { return zmm ? 16 : 8; }
   /// Positions per block: accumulators kb*nw, min(kb, nw) held operands and one more fit the
   /// register file (16 ymm or 32 zmm).
