@@ -402,10 +402,10 @@ class DirectKvec final : public Algorithm {
     for (const KvecConfig& c : all)
       if (little_waste(p, c)) out.push_back(c.name());
     // AVX2 blocks of a kernel larger than 1x1 whose reduction spans several chunks also come
-    // summing all channels at once: which is faster varies by layer (alternating runs, 2
-    // threads, Zen 4 under the AVX2 cap: resnet50 res3_3x3_s2 oc16 1.34-1.38 -> 1.22-1.28 ms,
-    // res4_3x3_s2 1.32 -> 1.28, alexnet conv5 oc16 0.90 -> 0.87; res5_3x3_s2 oc32 1.61 -> 1.78
-    // and alexnet conv1 oc16 1.14 -> 1.18 slower).
+    // summing all channels at once: which is faster varies by layer (2 threads, Zen 4 under the
+    // AVX2 cap, tuner medians of 3 runs: resnet50 res4_3x3_s2 oc16 1.32-1.35 -> 1.27-1.30 ms,
+    // res3_3x3_s2 equal; alternating runs: alexnet conv5 oc16 0.90 -> 0.87, res5_3x3_s2 oc32
+    // 1.61 -> 1.78 and alexnet conv1 oc16 1.14 -> 1.18 slower).
     if (!z && p.R * p.S > 1)
       for (const KvecConfig& c : all) {
         KvecConfig w = c;
