@@ -4,10 +4,10 @@
 //
 // Per distinct problem of the batch files: conv::tune with 2 threads (checked against the
 // reference) picks the fastest own candidate (any algorithm but cpu.onednn) and cpu.onednn's
-// fastest config by median one-shot time; then each of the two runs `calls` times with 1 thread
-// and with 2 threads alternating call by call, so a load burst on the shared machine hits both
-// thread counts alike. Scaling = median 1-thread ms / median 2-thread ms (the fastest calls'
-// ratio beside it).
+// fastest config, ranked as the tuner ranks them (fastest clean one-shot round); then each of the
+// two runs `calls` times with 1 thread and with 2 threads alternating call by call, so a load burst
+// on the shared machine hits both thread counts alike. Scaling = median 1-thread ms / median
+// 2-thread ms (the fastest calls' ratio beside it).
 //
 // Usage: bench_scaling [--calls N] [--algo PATTERN] BATCH_FILE...
 //   --calls N        timed calls per thread count and kernel (default 24)
@@ -50,7 +50,8 @@ Scaling measure(const conv::ConvProblem& p, const conv::CandidateResult& c, int 
                   ws.size(), threads);
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
-  run(1), run(2);  // warm-up: thread pools, caches, page faults
+  run(1);  // warm-up: thread pools, caches, page faults
+  run(2);
   std::vector<double> t1, t2;
   for (int i = 0; i < calls; ++i) {
     t1.push_back(run(1));
@@ -105,12 +106,11 @@ int main(int argc, char** argv) {
                       "own fastest (2 threads)", "1t ms", "2t ms", "scale", "(min)", "cpu.onednn",
                       "scale");
         }
-        const conv::CandidateResult *own = nullptr, *vendor = nullptr;
-        for (const conv::CandidateResult& c : r.candidates) {
-          if (c.status != "ok") continue;
-          const conv::CandidateResult*& best = c.algo_id == "cpu.onednn" ? vendor : own;
-          if (!best || c.median_ms < best->median_ms) best = &c;
-        }
+        const conv::CandidateResult* own = nullptr;
+        for (const conv::CandidateResult& c : r.candidates)
+          if (c.status == "ok" && c.algo_id != "cpu.onednn" && (!own || c.min_ms < own->min_ms))
+            own = &c;
+        const conv::CandidateResult* vendor = r.find("cpu.onednn");
         if (!own) {
           std::printf("%-24s (no correct own candidate)\n", p.name.c_str());
           continue;
