@@ -164,6 +164,37 @@ TEST_CASE("cpu.direct: the one-pass row split of stride-2 and stride-4 views is 
   CHECK(checked == 2 * 90 * 9 * 28);
 }
 
+TEST_CASE("cpu.direct: outputs past the L2, stored non-temporally line by line, on every block") {
+  // Outputs of which each thread's share overflows half its L2 are streamed, whole 64-byte lines
+  // only: with 8-lane vectors the pairs that fill one line, the rest (the third ymm of a 3-vector
+  // block, shifted row-end vectors, wide-mode segments) through the cache.
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
+  const std::vector<std::string> descriptors = {
+      "mb1ic3ih224iw224oc32kh3kw3ph1pw1n\"stream:rows_aligned\"",  // rows of 14 lines
+      "mb1ic4ih56iw56oc520kh3kw3ph1pw1n\"stream:rows_odd\"",       // rows of 3.5 lines
+      "mb1ic8ih112iw112oc136kh1kw1n\"stream:flat\"",
+      "mb1ic3ih28iw28oc2072kh3kw3sh1ph1pw1n\"stream:small_plane\""};
+  for (const auto& d : descriptors) {
+    const conv::ConvProblem p = conv::parse_descriptor(d);
+    // Streamed with 1 and 2 threads (direct.cpp: 2 * output bytes > threads * L2).
+    REQUIRE(p.y_bytes() > conv::kernels::direct::l2_cache_bytes());
+    convtest::ReferenceCase ref(p, 17);
+    for (const std::string& config : all_config_names(p)) {
+      // Blocks this CPU runs (the others fall back to the portable kernels, which never stream).
+      if (conv::kernels::direct::parse_config(config).isa !=
+              conv::kernels::direct::BlockIsa::avx2 &&
+          conv::cpu_isa() != conv::CpuIsa::avx512)
+        continue;
+      for (int threads : {1, 2}) {
+        const auto r = ref.check(algo, config, threads == 2, threads);
+        INFO(label(p, config, threads == 2, r) << ", threads " << threads);
+        CHECK(r.nonfinite == 0);
+        CHECK(r.max_error <= r.bound);
+      }
+    }
+  }
+}
+
 TEST_CASE("cpu.direct: strides beyond the padded input keep a small view (no overflow)") {
   // The phase-split view once held stride_h x stride_w planes: a stride of 2^30 asked for 2^62
   // floats, whose byte count wrapped around 64 bits and let the kernel write past its workspace.

@@ -336,9 +336,10 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   // 0.35 -> 0.25 ms, resnet50 res3_1x1b 0.72 -> 0.64, res3_1x1a_first 1.72 -> 1.62; equal
   // within 3% elsewhere); on the Xeon where streaming was first measured, smaller outputs (1.6 MB
   // of dw32) were up to 9% slower streamed. Not with several chunks, whose later ones read the
-  // output back.
+  // output back. Rows k of a block lie whole lines apart (OHW a multiple of 16 floats), so the
+  // kernels stream exactly the vectors that fill whole lines (direct_block.hpp).
   const int threads = std::max(1, a.threads);
-  common.stream = !g.band && nchunks == 1 && g.OHW % g.lanes == 0 &&
+  common.stream = !g.band && nchunks == 1 && g.OHW % 16 == 0 &&
                   2 * 4 * p.K * g.OHW > threads * l2_cache_bytes();
   // Weight addressing: band [g][u][s][row], packed [g][kb][c][t][oc] or plain KCRS.
   const bool packed = a.packed_weights != nullptr;
@@ -465,7 +466,8 @@ class Direct final : public Algorithm {
   // 2: 1x1 planes that are not whole cache lines are read in place unless "_aligned".
   // 3: one loop over the (channel, tap) steps; one-pass stride-2/4 view rows (same sums).
   // 4: position-split tasks copy their own view rows (same sums).
-  std::string version() const override { return "4"; }
+  // 5: non-temporal stores only of whole cache lines (same sums).
+  std::string version() const override { return "5"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem& p) const override {

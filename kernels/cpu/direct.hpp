@@ -67,8 +67,9 @@ struct BlockCommon {
   int64_t y_k_stride = 0;        ///< output floats between block rows k (channels or rows)
   int64_t bias_stride = 1;       ///< bias values between block rows k (0: one shared value)
   int lanes = 8;                 ///< output positions per vector
-  /// Whole vectors at aligned addresses stored non-temporally; only set with y_k_stride a
-  /// multiple of the lanes, so every block row of an aligned vector is aligned too.
+  /// Whole 64-byte lines of output (one zmm, or two adjacent ymm of one block) stored
+  /// non-temporally; only set with y_k_stride a multiple of 16 floats, so every block row of a
+  /// vector lies at the same offset within its line.
   bool stream = false;
 };
 
