@@ -72,7 +72,8 @@ void row_portable(const Row& r, int64_t L) {
 class Depthwise final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.depthwise"; }
-  std::string version() const override { return "1"; }
+  // 2: the last 1-7 positions of a 3-column row in one block (same sums).
+  std::string version() const override { return "2"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 
