@@ -167,11 +167,15 @@ TEST_CASE("cpu.direct: the one-pass row split of stride-2 and stride-4 views is 
 TEST_CASE("cpu.direct: outputs past the L2, stored non-temporally line by line, on every block") {
   // Outputs of which each thread's share overflows half its L2 are streamed, whole 64-byte lines
   // only: with 8-lane vectors the pairs that fill one line, the rest (the third ymm of a 3-vector
-  // block, shifted row-end vectors, wide-mode segments) through the cache.
+  // block, shifted row-end vectors, wide-mode segments, a 1x1 input's head vector) through the
+  // cache. Each problem also runs on x and y 16 and 32 bytes past a line.
   const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
   const std::vector<std::string> descriptors = {
       "mb1ic3ih224iw224oc32kh3kw3ph1pw1n\"stream:rows_aligned\"",  // rows of 14 lines
       "mb1ic4ih56iw56oc520kh3kw3ph1pw1n\"stream:rows_odd\"",       // rows of 3.5 lines
+      // Unpadded, read in place: rows of 60 start 0, 12, 8 and 4 floats into a line and end in
+      // a shifted vector.
+      "mb1ic3ih62iw62oc320kh3kw3n\"stream:rows_shifted\"",
       "mb1ic8ih112iw112oc136kh1kw1n\"stream:flat\"",
       "mb1ic3ih28iw28oc2072kh3kw3sh1ph1pw1n\"stream:small_plane\""};
   for (const auto& d : descriptors) {
@@ -188,6 +192,27 @@ TEST_CASE("cpu.direct: outputs past the L2, stored non-temporally line by line, 
       for (int threads : {1, 2}) {
         const auto r = ref.check(algo, config, threads == 2, threads);
         INFO(label(p, config, threads == 2, r) << ", threads " << threads);
+        CHECK(r.nonfinite == 0);
+        CHECK(r.max_error <= r.bound);
+      }
+      for (int64_t off : {4, 8}) {
+        conv::AlignedBuffer xb(p.x_bytes() + 64), yb(p.y_bytes() + 64),
+            ws(algo.workspace_bytes(p, config));
+        float* x = xb.floats() + off;
+        float* y = yb.floats() + off;
+        std::copy(ref.x(), ref.x() + p.x_elems(), x);
+        conv::poison_nan(y, p.y_elems());
+        conv::ForwardArgs a;
+        a.x = x;
+        a.w = ref.w();
+        a.bias = ref.bias();
+        a.y = y;
+        a.workspace = ws.data();
+        a.workspace_size = ws.size();
+        a.threads = 2;
+        algo.forward(p, config, a);
+        const auto r = ref.compare(y, algo, config);
+        INFO(label(p, config, false, r) << ", x and y " << 4 * off << " bytes past a line");
         CHECK(r.nonfinite == 0);
         CHECK(r.max_error <= r.bound);
       }

@@ -466,7 +466,7 @@ class Direct final : public Algorithm {
   // 2: 1x1 planes that are not whole cache lines are read in place unless "_aligned".
   // 3: one loop over the (channel, tap) steps; one-pass stride-2/4 view rows (same sums).
   // 4: position-split tasks copy their own view rows (same sums).
-  // 5: non-temporal stores only of whole cache lines (same sums).
+  // 5: non-temporal stores only of whole cache lines, a line's halves back to back (same sums).
   std::string version() const override { return "5"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
