@@ -67,6 +67,26 @@ std::string label(const conv::ConvProblem& p, const std::string& config, bool pa
          ", non-finite " + std::to_string(r.nonfinite) + "; " + r.where;
 }
 
+// Runs cpu.direct with the input copied to `x` and the output (poisoned first) at `y`, which
+// may lie anywhere within their buffers, and compares with the reference.
+convtest::CheckResult check_at(convtest::ReferenceCase& ref, const std::string& config, float* x,
+                               float* y, conv::AlignedBuffer& ws, int threads) {
+  const conv::ConvProblem& p = ref.problem();
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
+  std::copy(ref.x(), ref.x() + p.x_elems(), x);
+  conv::poison_nan(y, p.y_elems());
+  conv::ForwardArgs a;
+  a.x = x;
+  a.w = ref.w();
+  a.bias = ref.bias();
+  a.y = y;
+  a.workspace = ws.data();
+  a.workspace_size = ws.size();
+  a.threads = threads;
+  algo.forward(p, config, a);
+  return ref.compare(y, algo, config);
+}
+
 }  // namespace
 
 TEST_CASE("cpu.direct portable kernels match the reference on 100 seeded random problems") {
@@ -198,20 +218,7 @@ TEST_CASE("cpu.direct: outputs past the L2, stored non-temporally line by line, 
       for (int64_t off : {4, 8}) {
         conv::AlignedBuffer xb(p.x_bytes() + 64), yb(p.y_bytes() + 64),
             ws(algo.workspace_bytes(p, config));
-        float* x = xb.floats() + off;
-        float* y = yb.floats() + off;
-        std::copy(ref.x(), ref.x() + p.x_elems(), x);
-        conv::poison_nan(y, p.y_elems());
-        conv::ForwardArgs a;
-        a.x = x;
-        a.w = ref.w();
-        a.bias = ref.bias();
-        a.y = y;
-        a.workspace = ws.data();
-        a.workspace_size = ws.size();
-        a.threads = 2;
-        algo.forward(p, config, a);
-        const auto r = ref.compare(y, algo, config);
+        const auto r = check_at(ref, config, xb.floats() + off, yb.floats() + off, ws, 2);
         INFO(label(p, config, false, r) << ", x and y " << 4 * off << " bytes past a line");
         CHECK(r.nonfinite == 0);
         CHECK(r.max_error <= r.bound);
@@ -386,20 +393,7 @@ TEST_CASE("cpu.direct: 1x1 inputs read in place at any float offset within a vec
       conv::AlignedBuffer ws(algo.workspace_bytes(p, config));
       for (int xo = 0; xo < 16; ++xo)
         for (int yo : {0, 3, xo}) {
-          float* x = xb.floats() + xo;
-          float* y = yb.floats() + yo;
-          std::copy(ref.x(), ref.x() + p.x_elems(), x);
-          conv::poison_nan(y, p.y_elems());
-          conv::ForwardArgs a;
-          a.x = x;
-          a.w = ref.w();
-          a.bias = ref.bias();
-          a.y = y;
-          a.workspace = ws.data();
-          a.workspace_size = ws.size();
-          a.threads = 1 + xo % 3;
-          algo.forward(p, config, a);
-          const auto r = ref.compare(y, algo, config);
+          const auto r = check_at(ref, config, xb.floats() + xo, yb.floats() + yo, ws, 1 + xo % 3);
           INFO(label(p, config, false, r) + ", x offset " + std::to_string(xo) + ", y offset " +
                std::to_string(yo));
           CHECK(r.nonfinite == 0);
