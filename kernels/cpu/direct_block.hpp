@@ -131,7 +131,8 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r) {
   // written (the third ymm of a 3-vector block shares its line with the next block's first)
   // is flushed from its write-combining buffer as a partial write, and a line written partly
   // streamed and partly through the cache is flushed too (one thread, AVX2 cap, oc4ow24,
-  // Sapphire Rapids-class Xeon: mobilenet_v2 stem 1.23 -> 0.35 ms, vgg16 conv1_1 3.4 -> 2.5).
+  // Sapphire Rapids-class Xeon: mobilenet_v2 stem 1.08 -> 0.33 ms in the tuner, vgg16 conv1_1
+  // 3.4 -> 2.5 in alternating runs).
   auto whole_line = [&](int j, const float* out) {
     const uintptr_t a = reinterpret_cast<uintptr_t>(out);
     if constexpr (V::lanes * sizeof(float) == 64) {
