@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "depthwise.hpp"
 
@@ -35,6 +36,13 @@ inline void block3(const Row& r, int64_t ow, typename Vec::type b) {
   CONVTUNE_UNROLL for (int k = 0; k < NB; ++k) Vec::storeu(r.y + (ow + k) * L, acc[k]);
 }
 
+// Positions [ow, ow + n), n = 1..7 (none for 0), as one block3 of n chains.
+template <class Vec, int SW, int... N>
+inline void tail3(const Row& r, int64_t ow, typename Vec::type b, int64_t n,
+                  std::integer_sequence<int, N...>) {
+  ((n == N + 1 ? block3<Vec, N + 1, SW>(r, ow, b) : void()), ...);
+}
+
 template <class Vec, int SW>
 void row3(const Row& r) {
   const typename Vec::type b = Vec::loadu(r.bias);
@@ -44,24 +52,7 @@ void row3(const Row& r) {
   // block of 4), each waited for 3R dependent FMAs (alternating runs, 2 threads, AVX2 cap,
   // Sapphire Rapids-class Xeon: mobilenet_v2 dw960 (7x7) 0.024 -> 0.021 ms, dw384 (14x14) 0.027
   // -> 0.025, dw576_s2 0.022 -> 0.020; one thread dw960 0.043 -> 0.040; AVX-512 equal).
-  switch (r.OW - ow) {
-    case 7:
-      return block3<Vec, 7, SW>(r, ow, b);
-    case 6:
-      return block3<Vec, 6, SW>(r, ow, b);
-    case 5:
-      return block3<Vec, 5, SW>(r, ow, b);
-    case 4:
-      return block3<Vec, 4, SW>(r, ow, b);
-    case 3:
-      return block3<Vec, 3, SW>(r, ow, b);
-    case 2:
-      return block3<Vec, 2, SW>(r, ow, b);
-    case 1:
-      return block3<Vec, 1, SW>(r, ow, b);
-    default:
-      return;
-  }
+  tail3<Vec, SW>(r, ow, b, r.OW - ow, std::make_integer_sequence<int, 7>{});
 }
 
 #undef CONVTUNE_UNROLL
