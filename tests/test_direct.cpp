@@ -307,9 +307,10 @@ TEST_CASE("cpu.direct offers valid configs and rejects bad configs and short wor
 }
 
 TEST_CASE("cpu.direct and cpu.direct_kvec: the view copy's thread split, 1 to 5 threads") {
-  // With position-split tasks each thread copies the view rows it reads (copy_view's by_rows):
-  // row bands of every stride phase, of flat strided 1x1 planes and of aligned 1x1 plane copies,
-  // with shares that do not divide the rows evenly (or are empty) and batch 2.
+  // With position-split tasks each thread copies the view rows it reads (copy_view's by_rows,
+  // or cpu.direct's copy as its tasks go): row bands of every stride phase, of flat strided 1x1
+  // planes and of aligned 1x1 plane copies, with shares that do not divide the rows evenly (or are
+  // empty) and batch 2.
   const std::vector<std::string> descriptors = {
       "mb2ic5ih13iw29oc16kh1kw7ph0pw3n\"rows:1x7\"",
       "mb1ic6ih17iw15oc9kh3kw3sh2sw2ph1pw1n\"rows:s2\"",
@@ -317,6 +318,11 @@ TEST_CASE("cpu.direct and cpu.direct_kvec: the view copy's thread split, 1 to 5 
       "mb2ic7ih11iw9oc12kh1kw1sh2sw2ph1pw0n\"rows:1x1_strided\"",
       "mb1ic9ih7iw7oc16kh1kw1n\"rows:1x1_aligned\"",
       "mb1ic4ih3iw40oc8kh3kw3ph1pw1n\"rows:3_rows\"",
+      // Rows copied as the tasks reach them (cpu.direct's RowPipeline): 3 and 4 rows below a
+      // thread's last output row, and reduction chunks (400 channels) after the first copy.
+      "mb2ic3ih40iw37oc10kh7kw7sh2sw2ph3pw3n\"rows:pipeline_7x7_s2\"",
+      "mb1ic2ih30iw40oc6kh3kw3dh1dw1ph2pw2n\"rows:pipeline_dilated\"",
+      "mb1ic400ih12iw20oc8kh3kw3ph1pw1n\"rows:pipeline_chunks\"",
   };
   const char* ids[] = {"cpu.direct", "cpu.direct_kvec"};
   for (size_t i = 0; i < descriptors.size(); ++i) {

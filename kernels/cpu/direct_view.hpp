@@ -116,9 +116,14 @@ void fill_steps(const Geometry& g, const int64_t* tap, int64_t n, int64_t* step_
 /// `by_rows` by view rows (every channel's rows of one band of output rows, each stride phase
 /// alike): pass it when the kernel's threads split the output plane by positions, so each
 /// thread reads the view rows it wrote itself rather than rows in the other core's cache (the
-/// measurements are in the README's cpu.direct row).
+/// measurements are in the README's cpu.direct row). cpu.direct's position-split tasks copy their
+/// rows with copy_view_rows instead, as they reach them (RowPipeline in direct.cpp).
 void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v,
                bool by_rows = false);
+/// Copies phase rows [lo, hi) of channel `c` of image `x` into the view `v`, every row phase
+/// (a rows-mode view: not flat). What copy_view runs per band; the caller synchronises.
+void copy_view_rows(const ConvProblem& p, const Geometry& g, const float* x, float* v, int64_t c,
+                    int64_t lo, int64_t hi);
 /// One input row split into its `step` (2 or 4) column phases at once: phase q's floats
 /// d0[q * d_stride + t] = src[step*t + q + first] for t < n, zero where that index is outside
 /// [0, W). One pass over the row, 8 floats per phase from each 8*step source floats
