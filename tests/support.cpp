@@ -231,6 +231,10 @@ CheckResult ReferenceCase::check(const conv::Algorithm& algo, const std::string&
   threads = threads > 0 ? threads : omp_get_max_threads();
   conv::poison_nan(d_->y.floats(), p_.y_elems());
   conv::AlignedBuffer ws(algo.workspace_bytes(p_, config));
+  // Workspace contents are undefined on entry: NaN, so that a kernel reading a part it has not
+  // written in this call (a view row another thread has not copied yet, an unzeroed tail)
+  // leaves NaN in the output instead of the zeros a fresh allocation often holds.
+  conv::poison_nan(static_cast<float*>(ws.data()), static_cast<int64_t>(ws.size() / sizeof(float)));
   conv::ForwardArgs args;
   args.x = x();
   args.w = w();
