@@ -28,13 +28,12 @@
 // K-blocked [g][K/g/oc][C/g][R*S][oc] with the last block zero-filled, or the band weights.
 #include "direct.hpp"
 
-#include <immintrin.h>
 #include <omp.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <thread>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -42,6 +41,7 @@
 #include "conv/error.hpp"
 #include "direct_view.hpp"
 #include "kernels.hpp"
+#include "row_pipeline.hpp"
 
 namespace conv::kernels {
 namespace direct {
@@ -203,93 +203,6 @@ int64_t flat_prefetch_ahead(const Geometry& g, const Config& cfg, int64_t chunk_
 int64_t steps_in_table(const ConvProblem& p, const Geometry& g, const Config& cfg) {
   return step_table_entries(g, chunk_channels(p, g, cfg));
 }
-
-// Rows copied into the view by one thread (view rows below it are ready), on its own line.
-struct alignas(64) RowProgress {
-  std::atomic<int64_t> rows{0};
-};
-
-// The view copy of position-split tasks over a phase view, without a barrier. Each thread owns
-// the view rows from the first its first task reads up to the next thread's, copies them (every
-// channel and row phase) just before its tasks first read them, and publishes how far it got;
-// a task reading rows past the thread's own (the R - 1 kernel rows below the last output row)
-// waits for the owner's progress. Only threads after it are waited for, and each copies its
-// first rows before its first task, so the waits end. Against copying the whole view and
-// waiting at a barrier (copy_view), 2 threads, AVX2 cap, non-alternating runs of 3000 calls:
-// mobilenet_v2 stem oc4ow24 0.183-0.191 -> 0.164-0.175 ms (with VecPos filled in place);
-// seed conv_s4, alexnet conv1, resnet50 conv1 and res3_3x3_s2 within 3%. The copy itself stays:
-// a 150 KB share of the stem's view takes 14 us on one thread even from L2, as long as a plain
-// memcpy of it (prefetching the input rows 1-8 view rows ahead changed nothing).
-class RowPipeline {
- public:
-  static constexpr int kMaxThreads = 64;
-  RowPipeline() = default;
-  RowPipeline(const ConvProblem& p, const Geometry& g, const float* x, float* view, int vecs,
-              int64_t nkb, int64_t tasks, RowProgress* progress)
-      : p_(&p),
-        g_(&g),
-        x_(x),
-        view_(view),
-        vecs_(vecs),
-        nkb_(nkb),
-        tasks_(tasks),
-        progress_(progress),
-        nth_(omp_get_num_threads()),
-        tid_(omp_get_thread_num()),
-        halo_((p.R - 1) * p.dilation_h / p.stride_h) {
-    copied_ = own_lo(tid_);
-    own_hi_ = own_lo(tid_ + 1);
-  }
-
-  // Makes every view row task `task` reads ready.
-  void ready_for(int64_t task) {
-    const int64_t last = std::min(g_->Hq - 1, last_row(task) + halo_);
-    if (last <= needed_) return;
-    needed_ = last;
-    copy_to(std::min(last + 1, own_hi_));
-    for (int u = tid_ + 1; u < nth_; ++u) {
-      const int64_t lo = own_lo(u);
-      if (lo > last) break;
-      const int64_t target = std::min(last + 1, own_lo(u + 1));
-      if (target <= lo) continue;  // u owns no rows (it never publishes)
-      for (int spins = 0; progress_[u].rows.load(std::memory_order_acquire) < target; ++spins)
-        if (spins < 4096)
-          _mm_pause();
-        else
-          std::this_thread::yield();
-    }
-  }
-  // Copies the rest of the thread's own rows (other threads may still wait for them).
-  void finish() { copy_to(own_hi_); }
-
- private:
-  int64_t first_row(int64_t task) const { return task / nkb_ * vecs_ / g_->vpr; }
-  int64_t last_row(int64_t task) const {
-    return (std::min((task / nkb_ + 1) * vecs_, g_->nvec) - 1) / g_->vpr;
-  }
-  int64_t own_lo(int t) const {
-    if (t == 0) return 0;
-    if (t >= nth_) return g_->Hq;
-    const int64_t begin = tasks_ * t / nth_;
-    return begin >= tasks_ ? g_->Hq : first_row(begin);
-  }
-  void copy_to(int64_t hi) {
-    if (hi <= copied_) return;
-    for (int64_t c = 0; c < p_->C; ++c) copy_view_rows(*p_, *g_, x_, view_, c, copied_, hi);
-    copied_ = hi;
-    progress_[tid_].rows.store(hi, std::memory_order_release);
-  }
-
-  const ConvProblem* p_ = nullptr;
-  const Geometry* g_ = nullptr;
-  const float* x_ = nullptr;
-  float* view_ = nullptr;
-  int vecs_ = 0;
-  int64_t nkb_ = 1, tasks_ = 0;
-  RowProgress* progress_ = nullptr;
-  int nth_ = 1, tid_ = 0;
-  int64_t halo_ = 0, copied_ = 0, own_hi_ = 0, needed_ = -1;
-};
 
 bool cpu_has(BlockIsa isa) {
   const CpuIsa have = cpu_isa();
@@ -464,11 +377,16 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   // The threads' task ranges are bands of output positions when vector blocks are outer.
   const bool by_rows = !kb_outer && p.groups == 1;
 
-  // Position-split tasks over a phase view of whole rows copy it as they go (RowPipeline),
+  // Position-split tasks over a phase view of whole rows copy it as they go (row_pipeline.hpp),
   // unless there are more threads than progress counters.
-  const bool pipelined = by_rows && g.copy && !g.flat && !g.wide && g.OW >= g.lanes &&
-                         threads <= RowPipeline::kMaxThreads;
-  RowProgress progress[RowPipeline::kMaxThreads];
+  const bool pipelined =
+      by_rows && g.copy && !g.flat && !g.wide && g.OW >= g.lanes && threads <= kMaxPipelineThreads;
+  RowProgress progress[kMaxPipelineThreads];
+  // Output rows of a task's vectors (rows mode: vpr vectors per row).
+  auto task_rows = [&](int64_t task) {
+    const int64_t v0 = task / nkb * cfg.vecs, v1 = std::min(v0 + cfg.vecs, g.nvec) - 1;
+    return std::pair<int64_t, int64_t>(v0 / g.vpr, v1 / g.vpr);
+  };
 
   for (int64_t n = 0; n < p.N; ++n) {
     const float* xn = a.x + n * p.C * p.H * p.W;
@@ -478,9 +396,9 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
       for (int t = 0; t < threads; ++t) progress[t].rows.store(0, std::memory_order_relaxed);
 #pragma omp parallel num_threads(threads)
     {
-      RowPipeline pipe;
+      std::optional<RowPipeline<decltype(task_rows)>> pipe;
       if (pipelined)
-        pipe = RowPipeline(p, g, xn, view_buf, cfg.vecs, nkb, tasks, progress);
+        pipe.emplace(p, g, xn, view_buf, tasks, task_rows, progress);
       else if (g.copy)
         copy_view(p, g, xn, view_buf, by_rows);
       if (g.band && !packed && n == 0) {
@@ -547,7 +465,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
             task += b.runs - 1;
             inner += b.runs - 1;
           }
-          if (pipelined) pipe.ready_for(task);
+          if (pipe) pipe->ready_for(task);
           fns[b.nvec](cc, b);
           if (++inner == n_inner) {
             inner = 0;
@@ -555,7 +473,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
           }
         }
       }
-      if (pipelined) pipe.finish();
+      if (pipe) pipe->finish();
       if (common.stream) _mm_sfence();  // streaming stores are weakly ordered
     }
   }
