@@ -44,7 +44,7 @@ const std::string quick = " --rounds 1 --max-rounds 1 --batch-ms 0 --threads 2 "
 
 }  // namespace
 
-TEST_CASE("autotune tune on the seed batch stores winners; a second run reads them back") {
+TEST_CASE("autotune tune on the seed batch stores winners, a second run reads them back") {
   TempDir tmp;
   const std::string batch = convtest::layers_dir() + "/seed_alexnet_conv1.txt";
   auto first = autotune("tune --batch '" + batch + "' --db '" + tmp.db() + "'" + quick);
@@ -266,7 +266,7 @@ TEST_CASE("autotune reports a file that is not a perf database as an error (exit
   CHECK_THAT(r.out, Catch::Contains("perfdb"));
 }
 
-TEST_CASE("autotune tune --algo stores no winner; the next tune measures the rest and chooses") {
+TEST_CASE("autotune tune --algo stores no winner, the next tune measures the rest and chooses") {
   TempDir tmp;
   const std::string p = " 'mb1ic64ih28iw28oc64kh3kw3ph1pw1' --db '" + tmp.db() + "'" + quick;
   auto subset = autotune("tune" + p + "--algo im2col");

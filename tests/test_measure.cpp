@@ -217,7 +217,7 @@ TEST_CASE("measure: the budget ends the rounds, but every item gets one") {
   for (const Stats& st : s) CHECK(st.samples.size() == 1);
 }
 
-TEST_CASE("measure: batches repeat short runs until batch_ms; prepare runs before each batch") {
+TEST_CASE("measure: batches repeat short runs until batch_ms, prepare runs before each batch") {
   ScriptedEnv env;
   env.true_ms = times({{"tiny", 0.125}});
   auto v = items({"tiny"});
@@ -246,7 +246,7 @@ TEST_CASE("measure: pruning only happens within a race") {
 
 // tune() with an injected environment: the decision follows the scripted times, noisy
 // candidates make a noisy decision, and a later tune measures only those again.
-TEST_CASE("tune: injected times decide the winner; a noisy candidate is measured again") {
+TEST_CASE("tune: injected times decide the winner, a noisy candidate is measured again") {
   const conv::ConvProblem p = conv::parse_descriptor("mb1ic4ih10oc4kh3ph1");
   const std::string fastest = "cpu.im2col_gemm";
   auto env = std::make_shared<ScriptedEnv>();

@@ -19,10 +19,6 @@ std::string label(const ConvProblem& p) {
   return p.name.empty() ? p.key() : p.name;
 }
 
-bool is_vendor(const std::string& algo_id) {
-  return algo_id == "cpu.onednn" || algo_id.rfind("cuda.cudnn.", 0) == 0;
-}
-
 nlohmann::json candidate_json(const PerfCandidate& c, const ConvProblem& p) {
   nlohmann::json j = {{"algo", c.algo_id},
                       {"config", c.config},
@@ -68,6 +64,10 @@ nlohmann::json to_json(const MeasureQuality& q) {
           {"clean_rounds", q.clean_rounds},
           {"spread", q.spread >= 0 ? nlohmann::json(q.spread) : nlohmann::json(nullptr)},
           {"noisy", q.noisy}};
+}
+
+bool is_vendor(const std::string& algo_id) {
+  return algo_id == "cpu.onednn" || algo_id.rfind("cuda.cudnn.", 0) == 0;
 }
 
 const PerfCandidate* baseline(const LayerOutcome& o) {

@@ -32,6 +32,8 @@ std::string quality_text(const MeasureQuality& q, bool winner = false);
 /// {rounds, clean_rounds, spread (null when unknown), noisy}; also the export format's.
 nlohmann::json to_json(const MeasureQuality& q);
 
+/// Whether `algo_id` is a vendor baseline: cpu.onednn, or a cuDNN algorithm (cuda.cudnn.*).
+bool is_vendor(const std::string& algo_id);
 /// The vendor baseline measured in the same run: cpu.onednn on the CPU, the fastest cuDNN
 /// algorithm on a GPU.
 const PerfCandidate* baseline(const LayerOutcome& o);
