@@ -117,7 +117,7 @@ void fill_steps(const Geometry& g, const int64_t* tap, int64_t n, int64_t* step_
 /// alike): pass it when the kernel's threads split the output plane by positions, so each
 /// thread reads the view rows it wrote itself rather than rows in the other core's cache (the
 /// measurements are in the README's cpu.direct row). cpu.direct's position-split tasks copy their
-/// rows with copy_view_rows instead, as they reach them (RowPipeline in direct.cpp).
+/// rows with copy_view_rows instead, as they reach them (row_pipeline.hpp).
 void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v,
                bool by_rows = false);
 /// Copies phase rows [lo, hi) of channel `c` of image `x` into the view `v`, every row phase
