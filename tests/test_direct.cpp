@@ -21,7 +21,8 @@ namespace {
 using conv::kernels::direct::Config;
 
 // Every instantiated block that can run `p` (band blocks only run depthwise stride_h 1 ones),
-// and its "_aligned" variant where that reads the input differently.
+// its "_aligned" variant where that reads the input differently and its "_panels" variant on
+// 1x1 problems.
 std::vector<std::string> all_config_names(const conv::ConvProblem& p) {
   int n = 0;
   const Config* c = conv::kernels::direct::all_configs(&n);
@@ -31,6 +32,10 @@ std::vector<std::string> all_config_names(const conv::ConvProblem& p) {
     names.push_back(c[i].name());
     if (!c[i].band && conv::kernels::direct::aligned_copy_optional(p, c[i].lanes()))
       names.push_back(c[i].name() + "_aligned");
+    Config panels = c[i];
+    panels.panels = true;
+    if (!c[i].band && conv::kernels::direct::config_applies(p, panels))
+      names.push_back(panels.name());
   }
   return names;
 }
@@ -286,8 +291,22 @@ TEST_CASE("cpu.direct offers valid configs and rejects bad configs and short wor
   }
   CHECK(odd.size() == 2 * even.size());
   for (const auto& c : even) CHECK(c.find("_aligned") == std::string::npos);
-  for (const char* bad : {"_aligned", "oc8ow48_aligned_avx512", "oh4ow24_aligned",
-                          "oc4ow24_aligned_aligned", "oc4ow24aligned", "oc4ow24_avx512x"})
+  // Packed input panels: offered for ymm blocks on unpadded 1x1 layers of 128 channels or more.
+  const bool z = conv::cpu_isa() == conv::CpuIsa::avx512;
+  const auto wide = algo.configs(conv::parse_descriptor("mb1ic128ih16iw16oc64kh1kw1"));
+  for (const auto& c : wide) {
+    const auto parsed = conv::kernels::direct::parse_config(c);
+    CHECK(parsed.name() == c);
+    if (!parsed.panels)
+      CHECK((std::find(wide.begin(), wide.end(), c + "_panels") != wide.end()) == !z);
+  }
+  CHECK(wide.size() == (z ? 1 : 2) * even.size());
+  for (const auto& c : odd) CHECK(c.find("_panels") == std::string::npos);
+  CHECK(conv::kernels::direct::parse_config("oc8ow48_avx512_panels").panels);
+  for (const char* bad :
+       {"_aligned", "oc8ow48_aligned_avx512", "oh4ow24_aligned", "oc4ow24_aligned_aligned",
+        "oc4ow24aligned", "oc4ow24_avx512x", "_panels", "oh4ow24_panels", "oc4ow24_panels_aligned",
+        "oc4ow24_aligned_panels", "oc4ow24_panels_panels", "oc4ow24panels"})
     CHECK_THROWS_WITH(conv::kernels::direct::parse_config(bad), Catch::Contains("config"));
   CHECK_THROWS_WITH(algo.packed_weights_bytes(p, "bogus"), Catch::Contains("config"));
 
@@ -305,6 +324,7 @@ TEST_CASE("cpu.direct offers valid configs and rejects bad configs and short wor
   a.workspace_size = need;
   CHECK_THROWS_WITH(algo.forward(p, "oc4ow25", a), Catch::Contains("config"));
   CHECK_THROWS_WITH(algo.forward(p, "oh4ow24", a), Catch::Contains("config"));
+  CHECK_THROWS_WITH(algo.forward(p, "oc4ow24_panels", a), Catch::Contains("1x1"));
   CHECK_NOTHROW(algo.forward(p, configs.front(), a));
 }
 
@@ -342,6 +362,40 @@ TEST_CASE("cpu.direct and cpu.direct_kvec: the view copy's thread split, 1 to 5 
         }
     }
   }
+}
+
+TEST_CASE("cpu.direct: 1x1 input panels, 1 to 5 threads, every block") {
+  // Each thread packs the input of its vector blocks into its own panel, per reduction chunk
+  // and group; threads may share a block (each packs it). Partial last vectors (lanes past the
+  // plane zero-filled in the panel), several chunks, groups, batch 2, strided and padded 1x1
+  // (panels packed from the view copy), fewer positions than a vector. Every block the CPU
+  // runs, offered or not, packed and unpacked weights.
+  const std::vector<std::string> descriptors = {
+      "mb1ic300ih14iw14oc21kh1kw1n\"panels:14x14_chunks\"",
+      "mb2ic130ih7iw9oc13kh1kw1n\"panels:batch2\"",
+      "g2mb1ic260ih10iw10oc24kh1kw1n\"panels:grouped\"",
+      "g3mb1ic390ih4iw4oc9kh1kw1n\"panels:groups_one_block\"",
+      "mb1ic140ih9iw11oc16kh1kw1sh2sw2ph1pw1n\"panels:strided_padded\"",
+      "mb1ic7ih3iw3oc5kh1kw1n\"panels:one_vector\"",
+  };
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
+  int checked = 0;
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    const conv::ConvProblem p = conv::parse_descriptor(descriptors[i]);
+    convtest::ReferenceCase ref(p, 1500 + i);
+    for (const std::string& config : all_config_names(p)) {
+      if (config.find("_panels") == std::string::npos) continue;
+      for (int threads : {1, 2, 3, 5}) {
+        const bool packed = threads % 2 == 0;
+        const auto r = ref.check(algo, config, packed, threads);
+        INFO(label(p, config, packed, r) + ", threads " + std::to_string(threads));
+        CHECK(r.nonfinite == 0);
+        CHECK(r.max_error <= r.bound);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked >= 6 * 8 * 4);
 }
 
 TEST_CASE("cpu.direct_kvec: runs of blocks summed in one tile, every block size and mode") {

@@ -28,13 +28,17 @@ enum class BlockIsa { avx2, avx512, avx512vl };
 /// instead of `oc` output channels: one input row load then feeds every output row it reaches
 /// (weights laid out as a zero-padded band), for large depthwise kernels.
 /// A "_aligned" suffix reads a 1x1 input from cache-line-aligned plane copies instead of in
-/// place (direct_view.hpp: aligned_copy_optional).
+/// place (direct_view.hpp: aligned_copy_optional). A "_panels" suffix (1x1 only) has each thread
+/// pack the input of its vector block into a contiguous panel of (reduction chunk) x vecs*lanes
+/// floats, as a GEMM packs its B operand (Goto & van de Geijn, "Anatomy of high-performance
+/// matrix multiplication", 2008; BLIS, oneDNN's sgemm), and run every channel block over it.
 struct Config {
   int oc = 4;
   int vecs = 3;
   BlockIsa isa = BlockIsa::avx2;
   bool band = false;
   bool aligned = false;
+  bool panels = false;
   int lanes() const;  ///< 8 (ymm: AVX2, AVX-512VL) or 16 (zmm: AVX-512)
   std::string name() const;
 };
@@ -47,7 +51,8 @@ Config parse_config(const std::string& text);
 const Config* all_configs(int* count);
 
 /// Whether `c` can run `p`: every block runs every problem except band blocks, which need one
-/// input and one output channel per group, stride_h 1 and dilation_h 1 (and not 1x1).
+/// input and one output channel per group, stride_h 1 and dilation_h 1 (and not 1x1), and
+/// "_panels" blocks, which need a 1x1 kernel.
 bool config_applies(const ConvProblem& p, const Config& c);
 
 /// Per-call constants of the register-block kernel. Strides are in floats.

@@ -198,6 +198,24 @@ void phase_rows(const float* src, int64_t W, int64_t first, float* d0, int64_t d
 
 }  // namespace
 
+void pack_panel_avx2(const float* src, int64_t stride, int64_t rows, int64_t n, int64_t used,
+                     int64_t width, float* dst) {
+  const int64_t whole = n / 8 * 8;
+  const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - whole)),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * stride;
+    float* d = dst + r * width;
+    int64_t i = 0;
+    for (; i < whole; i += 8) _mm256_storeu_ps(d + i, _mm256_loadu_ps(s + i));
+    if (whole < n) {
+      _mm256_storeu_ps(d + i, _mm256_maskload_ps(s + i, tail));
+      i += 8;
+    }
+    for (; i < used; i += 8) _mm256_storeu_ps(d + i, _mm256_setzero_ps());
+  }
+}
+
 void phase_rows_avx2(const float* src, int64_t W, int64_t first, int step, float* d0,
                      int64_t d_stride, int64_t n) {
   if (step == 2)

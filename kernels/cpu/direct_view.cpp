@@ -38,12 +38,11 @@ bool unpadded(const ConvProblem& p) {
   return p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
 }
 
-// A 1x1 problem whose input plane is its output plane (stride 1, no padding).
+}  // namespace
+
 bool dense_1x1(const ConvProblem& p) {
   return p.R == 1 && p.S == 1 && p.stride_h == 1 && p.stride_w == 1 && unpadded(p);
 }
-
-}  // namespace
 
 int64_t l2_cache_bytes() {
   static const int64_t bytes = [] {

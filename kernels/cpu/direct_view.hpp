@@ -42,7 +42,10 @@ struct Geometry {
   bool flat = false;  // vectors run over the flattened OH*OW plane (1x1 kernels)
   bool copy = false;  // input view is a workspace copy (else x itself)
   bool wide = false;  // vectors run over whole view rows; view columns OW..Wq-1 are unused
-  int band = 0;       // band mode: output rows per block (0: channel blocks)
+  // Flat only (a "_panels" config, set by cpu.direct's driver): vector v covers positions
+  // v*lanes.. of a per-thread panel packed from the view; no vector is shifted.
+  bool panel = false;
+  int band = 0;  // band mode: output rows per block (0: channel blocks)
   int64_t OH = 0, OW = 0, OHW = 0;
   int64_t Hp = 0, Wp = 0;  // padded input size (copy, rows mode)
   int64_t Hq = 0, Wq = 0;  // rows and columns of one phase plane (copy, rows mode)
@@ -76,6 +79,8 @@ int64_t l2_cache_bytes();
 /// `aligned`, a 1x1 input that could be read in place is copied into cache-line-aligned planes
 /// (see aligned_copy_optional).
 Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned = false);
+/// A 1x1 problem whose input plane is its output plane (stride 1, no padding).
+bool dense_1x1(const ConvProblem& p);
 /// Whether `aligned` changes the view of `p`: a 1x1, stride 1, unpadded problem whose planes
 /// (OH*OW floats) are not whole cache lines. Reading such planes in place or from an aligned
 /// copy is the tuner's choice: in place measured 10-40% faster on an AVX-512 Xeon (7x7 and
@@ -124,6 +129,11 @@ void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v
 /// (a rows-mode view: not flat). What copy_view runs per band; the caller synchronises.
 void copy_view_rows(const ConvProblem& p, const Geometry& g, const float* x, float* v, int64_t c,
                     int64_t lo, int64_t hi);
+/// Copies `rows` rows of `n` floats, `stride` floats apart from `src`, to rows `width` floats
+/// apart at `dst`, zero-filling each from n to `used` (a multiple of 8, at most width); needs
+/// AVX2 (direct_avx2.cpp).
+void pack_panel_avx2(const float* src, int64_t stride, int64_t rows, int64_t n, int64_t used,
+                     int64_t width, float* dst);
 /// One input row split into its `step` (2 or 4) column phases at once: phase q's floats
 /// d0[q * d_stride + t] = src[step*t + q + first] for t < n, zero where that index is outside
 /// [0, W). One pass over the row, 8 floats per phase from each 8*step source floats
