@@ -110,7 +110,7 @@ struct VecPos {
   int lo[kMaxSegs], hi[kMaxSegs];
 };
 
-void vec_pos(const Geometry& g, int64_t v, VecPos* out) {
+void vec_pos(const Geometry& g, int64_t v, VecPos* out, int64_t oh = 0, int64_t q = 0) {
   VecPos& r = *out;
   r.nseg = 0;
   if (g.wide) {
@@ -141,8 +141,8 @@ void vec_pos(const Geometry& g, int64_t v, VecPos* out) {
     start = g.head && v > 0 ? g.head + (v - 1) * g.lanes : v * g.lanes;
     len = g.OHW;
   } else {
-    const int64_t oh = v / g.vpr;
-    start = (v % g.vpr) * g.lanes;
+    // Rows mode: v = oh * vpr + q, passed in by block_pos.
+    start = q * g.lanes;
     len = g.OW;
     xrow = oh * g.row_step;
     yrow = oh * g.OW;
@@ -161,6 +161,20 @@ void vec_pos(const Geometry& g, int64_t v, VecPos* out) {
   if (g.flat && g.head && v == 0) r.hi[0] = static_cast<int>(g.head);
   r.x = xrow + start;
   r.y[0] = yrow + start;
+}
+
+// vec_pos of vectors v0 .. v0 + n - 1. In rows mode their rows and columns are stepped from one
+// division: a stem block's six 64-bit divisions took as long as its copy of the view rows.
+void block_pos(const Geometry& g, int64_t v0, int n, VecPos* pos) {
+  if (g.wide || g.flat) {
+    for (int j = 0; j < n; ++j) vec_pos(g, v0 + j, &pos[j]);
+    return;
+  }
+  int64_t oh = v0 / g.vpr, q = v0 % g.vpr;
+  for (int j = 0; j < n; ++j) {
+    vec_pos(g, v0 + j, &pos[j], oh, q);
+    if (++q == g.vpr) q = 0, ++oh;
+  }
 }
 
 // A 1x1 input read in place starts its vectors on vector-aligned addresses after a head vector,
@@ -353,10 +367,11 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   // one row in band mode).
   const int64_t nkb = g.band ? ceil_div(g.OH, oc) : ceil_div(Kg, oc);
   const int64_t nvec_total = g.band ? g.vpr : g.nvec, nvb = ceil_div(nvec_total, cfg.vecs);
-  // Vector block vb starts at vector first_vec(vb): the blocks share the vectors evenly, so the
-  // last is not a short one of few FMA chains (resnet50 res4_1x1a, 13 vectors, oc8ow48_avx512:
-  // blocks of 3, 3, 3, 3, 1 -> 2, 3, 2, 3, 3, 2 threads 2-4% faster).
-  auto first_vec = [&](int64_t vb) { return nvec_total * vb / nvb; };
+  // Vector block vb starts at vector first_vec(vb). A flat plane's few vectors are shared evenly,
+  // so the last block is not a short one of few FMA chains (resnet50 res4_1x1a, 13 vectors,
+  // oc8ow48_avx512: blocks of 3, 3, 3, 3, 1 -> 2, 3, 2, 3, 3, 2 threads 2-4% faster); planes of
+  // rows have many blocks, where the two divisions per block measured 1-2% (mobilenet_v2 stem).
+  auto first_vec = [&](int64_t vb) { return g.flat ? nvec_total * vb / nvb : vb * cfg.vecs; };
   const int64_t cb = chunk_channels(p, g, cfg), nchunks = ceil_div(Cg, cb);
 
   BlockCommon common;
@@ -426,7 +441,8 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   RowProgress progress[kMaxPipelineThreads];
   // Output rows of a task's vectors (rows mode: vpr vectors per row).
   auto task_rows = [&](int64_t task) {
-    const int64_t vb = task / nkb, v0 = first_vec(vb), v1 = first_vec(vb + 1) - 1;
+    const int64_t vb = task / nkb, v0 = first_vec(vb);
+    const int64_t v1 = std::min(first_vec(vb + 1), nvec_total) - 1;
     return std::pair<int64_t, int64_t>(v0 / g.vpr, v1 / g.vpr);
   };
 
@@ -475,8 +491,8 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
             cur_grp = grp;
             // Band mode: the vectors of row 0; the row block offsets them below.
             const int64_t v0 = first_vec(vb);
-            b.nvec = static_cast<int>(first_vec(vb + 1) - v0);
-            for (int j = 0; j < b.nvec; ++j) vec_pos(g, v0 + j, &pos[j]);
+            b.nvec = static_cast<int>(std::min(first_vec(vb + 1), nvec_total) - v0);
+            block_pos(g, v0, b.nvec, pos);
             // The lanes of a last vector past the plane are computed, never stored: zeros, not
             // stack garbage (which may be NaN or denormal, slow to multiply).
             if (g.panel)
