@@ -317,6 +317,8 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
       KvecBlock blk;
       float* own = wbuf + tid * block_floats;
       int64_t own_gkb = -1;
+      // Lines of the next block's KCRS weights prefetched so far (pack_own).
+      int64_t pf_done = 0;
       for (int64_t task = begin; task < end; ++task) {
         const int64_t grp = task / per_group, rest = task % per_group;
         const int64_t kb = channels_inner ? rest % l.nkb : rest / runs;
@@ -331,10 +333,21 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
         blk.slab = P * L;
         const int64_t gkb = grp * l.nkb + kb;
         const float* wk = wpk + gkb * block_floats;
+        blk.pf = nullptr;
+        blk.pf_lines = 0;
+        int64_t pf_total = 0;
         if (pack_own) {
-          if (gkb != own_gkb) pack_block(p, l, a.w, gkb, own);
+          if (gkb != own_gkb) pack_block(p, l, a.w, gkb, own), pf_done = 0;
           own_gkb = gkb;
           wk = own;
+          // The next block this thread packs (tasks of one block are `runs` apart): its KCRS
+          // rows are contiguous; the kernel calls of this block prefetch them into L2.
+          const int64_t next = (task / runs + 1) * runs;
+          if (next < end) {
+            const int64_t ngkb = next / runs, nk0 = ngkb % l.nkb * kbl;
+            blk.pf = a.w + (ngkb / l.nkb * Kg + nk0) * Cg * T;
+            pf_total = (std::min(kbl, Kg - nk0) * Cg * T + 15) / 16;
+          }
         }
         const float* xg = view + grp * Cg * g.plane;
         KvecCommon cc = common;
@@ -346,6 +359,15 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
           for (int64_t i = 0; i < nb; ++i) {
             blk.x = xg + c0 * g.plane + pos[i].x;
             blk.tile = tiles + off[i] * L;
+            if (blk.pf) {
+              // A kernel call prefetches a line per step of its step table, else per channel.
+              const int64_t per_call = cc.step_x && !g.flat ? cc.channels * T : cc.channels;
+              blk.pf_lines = std::min(per_call, pf_total - pf_done);
+              fns[pos[i].n](cc, blk);
+              blk.pf += 16 * blk.pf_lines;
+              pf_done += blk.pf_lines;
+              continue;
+            }
             fns[pos[i].n](cc, blk);
           }
         }
@@ -385,7 +407,8 @@ class DirectKvec final : public Algorithm {
   // 4: position-split tasks copy their own view rows (same sums).
   // 5: a run of position blocks shares one tile, stored at once; AVX2 oc32 (same sums).
   // 6: AVX2 "_whole" configs for kernels larger than 1x1 (same sums).
-  // 7: no next-channel prefetches from views within a third of the L2 (same sums).
+  // 7: no next-channel prefetches from views within a third of the L2; one-shot blocks prefetch
+  // the weights packed next (same sums).
   std::string version() const override { return "7"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }

@@ -60,13 +60,21 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
   const float* x = b.x;
   const float* w = b.w;
   const int64_t channels = c.channels, xcs = c.x_channel_stride, ahead = c.prefetch_ahead;
+  const float* pf = b.pf;
+  const int64_t pf_lines = b.pf_lines;
+  auto fetch = [&](int64_t i) __attribute__((always_inline)) {
+    if (i < pf_lines) _mm_prefetch(reinterpret_cast<const char*>(pf + 16 * i), _MM_HINT_T1);
+  };
   if constexpr (ONE_TAP) {
-    for (int64_t ch = 0; ch < channels; ++ch, x += xcs, w += KB * L)
+    for (int64_t ch = 0; ch < channels; ++ch, x += xcs, w += KB * L) {
+      fetch(ch);
       kvec_step<V, KB, NW>(acc, x, w);
+    }
   } else if (const int64_t* step_x = c.step_x) {
     // One loop over all (channel, tap) steps, as cpu.direct's (direct_block.hpp).
     const int64_t steps = channels * c.taps;
     for (int64_t i = 0; i < steps; ++i, w += KB * L) {
+      fetch(i);
       const float* xt = x + step_x[i];
       if (ahead) {
         _mm_prefetch(reinterpret_cast<const char*>(xt + ahead), _MM_HINT_T0);
@@ -79,6 +87,7 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
     const int64_t taps = c.taps;
     const int64_t* tap = c.tap;
     for (int64_t ch = 0; ch < channels; ++ch, x += xcs) {
+      fetch(ch);
       if (!ahead) {
         for (int64_t t = 0; t < taps; ++t, w += KB * L) kvec_step<V, KB, NW>(acc, x + tap[t], w);
         continue;
