@@ -163,18 +163,21 @@ void vec_pos(const Geometry& g, int64_t v, VecPos* out, int64_t oh = 0, int64_t 
   r.y[0] = yrow + start;
 }
 
-// vec_pos of vectors v0 .. v0 + n - 1. In rows mode their rows and columns are stepped from one
-// division: a stem block's six 64-bit divisions took as long as its copy of the view rows.
-void block_pos(const Geometry& g, int64_t v0, int n, VecPos* pos) {
+// vec_pos of vectors v0 .. v0 + n - 1; returns the output row of the last one in rows mode (0
+// otherwise). Their rows and columns are stepped from one division: a stem block's six 64-bit
+// divisions took as long as its copy of the view rows.
+int64_t block_pos(const Geometry& g, int64_t v0, int n, VecPos* pos) {
   if (g.wide || g.flat) {
     for (int j = 0; j < n; ++j) vec_pos(g, v0 + j, &pos[j]);
-    return;
+    return 0;
   }
-  int64_t oh = v0 / g.vpr, q = v0 % g.vpr;
+  int64_t oh = v0 / g.vpr, q = v0 % g.vpr, last = oh;
   for (int j = 0; j < n; ++j) {
     vec_pos(g, v0 + j, &pos[j], oh, q);
+    last = oh;
     if (++q == g.vpr) q = 0, ++oh;
   }
+  return last;
 }
 
 // A 1x1 input read in place starts its vectors on vector-aligned addresses after a head vector,
@@ -478,7 +481,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
         const int64_t c0 = chunk * cb;
         cc.channels = std::min(cb, Cg - c0);
         b.accumulate = chunk > 0;
-        int64_t cur_vb = -1, cur_grp = -1;
+        int64_t cur_vb = -1, cur_grp = -1, last_row = 0;
         // (group, outer, inner) block indices of `begin`, then stepped like an odometer: two
         // 64-bit divisions per block cost about as much as a block of few (channel, tap) steps.
         const int64_t n_inner = kb_outer ? nvb : nkb, n_outer = kb_outer ? nkb : nvb;
@@ -492,7 +495,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
             // Band mode: the vectors of row 0; the row block offsets them below.
             const int64_t v0 = first_vec(vb);
             b.nvec = static_cast<int>(std::min(first_vec(vb + 1), nvec_total) - v0);
-            block_pos(g, v0, b.nvec, pos);
+            last_row = block_pos(g, v0, b.nvec, pos);
             // The lanes of a last vector past the plane are computed, never stored: zeros, not
             // stack garbage (which may be NaN or denormal, slow to multiply).
             if (g.panel)
@@ -534,7 +537,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
             task += b.runs - 1;
             inner += b.runs - 1;
           }
-          if (pipe) pipe->ready_for(task);
+          if (pipe) pipe->ready_for(last_row);
           fns[b.nvec](cc, b);
           if (++inner == n_inner) {
             inner = 0;

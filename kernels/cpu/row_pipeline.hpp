@@ -68,9 +68,10 @@ class RowPipeline {
         copied_(own_lo(tid_)),
         own_hi_(own_lo(tid_ + 1)) {}
 
-  /// Makes every view row `task` reads ready: copies the thread's own, waits for the others.
-  void ready_for(int64_t task) {
-    const int64_t last = std::min(g_.Hq - 1, task_rows_(task).second + halo_);
+  /// Makes every view row read by a task of this thread whose last output row is `last_row`
+  /// ready: copies the thread's own, waits for the others.
+  void ready_for(int64_t last_row) {
+    const int64_t last = std::min(g_.Hq - 1, last_row + halo_);
     if (last <= needed_) return;
     needed_ = last;
     copy_to(std::min(last + 1, own_hi_));
