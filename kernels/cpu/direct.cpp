@@ -374,7 +374,8 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   // so the last block is not a short one of few FMA chains (resnet50 res4_1x1a, 13 vectors,
   // oc8ow48_avx512: blocks of 3, 3, 3, 3, 1 -> 2, 3, 2, 3, 3, 2 threads 2-4% faster); planes of
   // rows have many blocks, where the two divisions per block measured 1-2% (mobilenet_v2 stem).
-  auto first_vec = [&](int64_t vb) { return g.flat ? nvec_total * vb / nvb : vb * cfg.vecs; };
+  const int64_t vq = nvec_total / nvb, vr = nvec_total % nvb;  // nvec_total * vb / nvb, no overflow
+  auto first_vec = [&](int64_t vb) { return g.flat ? vb * vq + vb * vr / nvb : vb * cfg.vecs; };
   const int64_t cb = chunk_channels(p, g, cfg), nchunks = ceil_div(Cg, cb);
 
   BlockCommon common;
@@ -629,11 +630,12 @@ class Direct final : public Algorithm {
     // on the CPU (direct_view.hpp), so both are candidates.
     const size_t unaligned = out.size();
     direct::append_aligned_configs(p, z ? 16 : 8, &out);
-    // Unpadded 1x1 layers with 128 input channels per group or more: also from packed panels.
-    // A ymm block's channel rows, a plane apart, collide in the L1 sets and split cache lines;
-    // packed, they stay in L1 for every channel block (2 threads, AVX2 cap, resnet50
-    // res3_1x1a_first oc4ow24 1.37 -> 1.12 ms, res4_1x1a_first 1.31 -> 1.14, res4_1x1a 0.72 ->
-    // 0.64; with 64 channels equal to 5% slower). The zmm blocks stream their larger rows from
+    // Unpadded stride-1 1x1 layers with 128 input channels per group or more: also from packed
+    // panels. A ymm block's channel rows, a plane apart, collide in the L1 sets and split cache
+    // lines; packed, they stay in L1 for every channel block (2 threads, AVX2 cap, tuner
+    // medians, best in place against best panels: resnet50 res3_1x1a_first 1.166 -> 1.069 ms,
+    // res4_1x1a_first 1.172 -> 1.041, res2_1x1c 0.595 -> 0.550; on 7x7 planes equal to 8%
+    // slower, with 64 channels equal to 5% slower). The zmm blocks stream their larger rows from
     // L2 with prefetches: packed they measured equal to 15% slower, so they are not offered.
     if (!z && direct::dense_1x1(p) && p.Cg() >= 128)
       for (size_t i = 0; i < unaligned; ++i) out.push_back(out[i] + "_panels");

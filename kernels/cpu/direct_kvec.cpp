@@ -345,7 +345,8 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
           const int64_t next = (task / runs + 1) * runs;
           if (next < end) {
             const int64_t ngkb = next / runs, nk0 = ngkb % l.nkb * kbl;
-            blk.pf = a.w + (ngkb / l.nkb * Kg + nk0) * Cg * T;
+            // Earlier tasks of this block prefetched the first pf_done lines already.
+            blk.pf = a.w + (ngkb / l.nkb * Kg + nk0) * Cg * T + 16 * pf_done;
             pf_total = (std::min(kbl, Kg - nk0) * Cg * T + 15) / 16;
           }
         }

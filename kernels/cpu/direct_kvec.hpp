@@ -54,8 +54,9 @@ struct KvecBlock {
   float* tile = nullptr;
   int64_t slab = 0;  ///< tile floats between vectors of channels, at least nw * lanes
   bool partial = false;
-  /// Step i (i < pf_lines) of the reduction prefetches the cache line at pf + 16 * i into L2:
-  /// the weights the thread packs next (one-shot), fetched while this block computes.
+  /// Reduction step i (a step of the step table, else a channel), i < pf_lines, prefetches the
+  /// cache line at pf + 16 * i into L2: the weights the thread packs next (one-shot), fetched
+  /// while this block computes.
   const float* pf = nullptr;
   int64_t pf_lines = 0;
 };
@@ -75,8 +76,8 @@ void kvec_store_avx2(const float* tile, int64_t n, int lanes, int64_t slab, int 
                      int64_t y_stride);
 
 /// Packs `rows` (<= kbl) rows of `cols` floats (row r at src + r*src_stride) transposed into
-/// dst[col * kbl + r], zero for rows >= `rows` (8x8 AVX transposes, eight whole destination
-/// rows at a time; kbl a multiple of 8; needs AVX2).
+/// dst[col * kbl + r], zero for rows >= `rows` (AVX 4x4 transposes within 128-bit lanes, eight
+/// whole destination rows at a time; kbl a multiple of 8; needs AVX2).
 void kvec_pack_avx2(const float* src, int64_t src_stride, int rows, int64_t cols, int kbl,
                     float* dst);
 
