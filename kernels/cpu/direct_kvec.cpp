@@ -354,22 +354,18 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
         KvecCommon cc = common;
         for (int64_t c0 = 0; c0 < Cg; c0 += chunk) {
           cc.channels = std::min(chunk, Cg - c0);
+          const int64_t per_call = cc.step_x && !g.flat ? cc.channels * T : cc.channels;
           blk.w = wk + c0 * T * kbl;
           blk.bias = c0 == 0 && a.bias ? bias_buf + gkb * kbl : nullptr;
           blk.partial = c0 > 0;
           for (int64_t i = 0; i < nb; ++i) {
             blk.x = xg + c0 * g.plane + pos[i].x;
             blk.tile = tiles + off[i] * L;
-            if (blk.pf) {
-              // A kernel call prefetches a line per step of its step table, else per channel.
-              const int64_t per_call = cc.step_x && !g.flat ? cc.channels * T : cc.channels;
-              blk.pf_lines = std::min(per_call, pf_total - pf_done);
-              fns[pos[i].n](cc, blk);
-              blk.pf += 16 * blk.pf_lines;
-              pf_done += blk.pf_lines;
-              continue;
-            }
+            // A kernel call prefetches a line per step of its step table, else per channel.
+            if (blk.pf) blk.pf_lines = std::min(per_call, pf_total - pf_done);
             fns[pos[i].n](cc, blk);
+            blk.pf += 16 * blk.pf_lines;
+            pf_done += blk.pf_lines;
           }
         }
         const int64_t k0 = kb * kbl, kvalid = std::min(kbl, Kg - k0);
