@@ -618,3 +618,39 @@ TEST_CASE("winograd: both schedules, both GEMM kernels, packed and one-shot, mat
   }
   CHECK(per_thread_runs >= 24);
 }
+
+TEST_CASE("winograd: fused one-shot jobs of 64 channels where V overflows the L2") {
+  if (!has_avx2()) return;
+  const bool avx512 = conv::cpu_isa() == conv::CpuIsa::avx512;
+  // 26x26 over 160 channels: V of one shared pass (1.3-1.8 MB) is larger than a job's U slice
+  // and the two overflow an L2, so the fused jobs are merged; K = 264 ends in a partial GEMM job
+  // (8 channels on AVX-512) inside a partial merge.
+  const auto p = conv::parse_descriptor("mb1ic160ih26iw26oc264kh3kw3ph1pw1");
+  convtest::ReferenceCase ref(p, 47);
+  conv::AlignedBuffer y(p.y_bytes());
+  int merged_runs = 0;
+  for (int m : {2, 4}) {
+    const auto g = wg::make_geometry(p, m);
+    REQUIRE(g.chunk >= g.tiles);  // one shared pass: the fused path
+    conv::AlignedBuffer uf(4 * g.u_floats), v(4 * g.v_floats), mb(4 * g.m_floats);
+    for (bool use512 : {false, true}) {
+      if (use512 && !avx512) continue;
+      for (int threads : {1, 2, 3}) {
+        wg::Schedule s;
+        s.avx512 = use512;
+        const int64_t merge = wg::fused_jobs_merged(g, s, threads);
+        if (threads < 3) CHECK(merge > 1);
+        merged_runs += merge > 1;
+        conv::poison_nan(y.floats(), p.y_elems());
+        conv::poison_nan(uf.floats(), g.u_floats);
+        wg::forward_avx2(p, g, s, ref.x(), ref.w(), uf.floats(), uf.floats(), ref.bias(),
+                         y.floats(), v.floats(), mb.floats(), threads);
+        const auto r = ref.compare(y.floats(), winograd(), "m" + std::to_string(m));
+        INFO("m" << m << (use512 ? " avx512" : " avx2") << " threads " << threads << ", " << merge
+                 << " jobs merged: " << r.max_error << " (bound " << r.bound << ") " << r.where);
+        CHECK(r.ok());
+      }
+    }
+  }
+  CHECK(merged_runs >= 4);
+}

@@ -91,7 +91,7 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
   const int64_t T = std::max(1, threads), P = g.points;
   // A per-thread pass keeps its V and M in (three quarters of) a 2 MiB L2; its slices of the
   // shared workspace must hold it, and more tiles than a thread's share would leave threads idle.
-  const int64_t l2_bytes = int64_t{1536} << 10, tile_bytes = 4 * P * (g.Cg + g.m_kstride);
+  const int64_t l2_bytes = kL2Bytes / 4 * 3, tile_bytes = 4 * P * (g.Cg + g.m_kstride);
   int64_t sub = l2_bytes / tile_bytes;
   sub = std::min({sub, (g.tiles + T - 1) / T, g.chunk / T});
   auto fits = [&](int64_t n) {
@@ -121,6 +121,24 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
   return s;
 }
 
+int64_t fused_jobs_merged(const Geometry& g, const Schedule& s, int threads) {
+  // Fused jobs each read all of V. Where V is the bigger operand and it and a job's U slice
+  // overflow an L2, V comes from the last-level cache every time, so fewer, larger jobs (whose
+  // U slices spill from L2 instead) read it fewer times (2 threads, alternating runs; AVX-512:
+  // vgg16 conv4_1 m4 3.41-3.63 -> 3.25-3.26 ms, conv4_2 6.5-6.8 -> 6.1-6.3; AVX2 cap: conv4_1
+  // 4.8-5.1 -> 4.3-4.5, conv4_2 9.5-9.9 -> 8.9-9.1). With V the smaller operand (vgg16 conv5_1
+  // m4) or both in L2 (resnet50 res3_3x3 m4 under the AVX2 cap) larger jobs measured 2-5%
+  // slower.
+  constexpr int64_t kMergedChannels = 64;
+  const int64_t jc = job_channels(s), kjobs = (g.Kp + jc - 1) / jc;
+  const int64_t job_u = g.points * odd_lines(jc * g.Cg), T = std::max(1, threads);
+  const bool big_v = g.v_floats > job_u && 4 * (g.v_floats + job_u) > kL2Bytes / 4 * 3;
+  int64_t merge = big_v ? kMergedChannels / jc : 1;
+  while (merge > 1 && (kjobs < 2 * T * merge || T * merge * job_u > g.points * g.u_pstride))
+    merge /= 2;
+  return merge;
+}
+
 }  // namespace winograd
 
 namespace {
@@ -128,7 +146,8 @@ namespace {
 class Winograd final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.winograd"; }
-  std::string version() const override { return "2"; }
+  // 3: the AVX2 GEMM's first block of a panel prefetches U (same sums).
+  std::string version() const override { return "3"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 

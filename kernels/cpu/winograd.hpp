@@ -15,6 +15,8 @@ namespace conv::kernels::winograd {
 /// Output channels per GEMM register block (two 8-float AVX2 vectors); K is padded to kVec only.
 inline constexpr int64_t kBlockK = 16;
 inline constexpr int64_t kVec = 8;
+/// The per-core L2 the pass sizes and schedules are fitted to (2 MiB).
+inline constexpr int64_t kL2Bytes = int64_t{2} << 20;
 
 /// How one problem is cut into Winograd tiles for F(m x m, r x r).
 struct Geometry {
@@ -66,6 +68,16 @@ struct Schedule {
 /// than the shared passes' traffic of V and M through the last-level cache; AVX-512 GEMMs when
 /// `avx512` (the CPU has it).
 Schedule make_schedule(const Geometry& g, int threads, bool avx512);
+
+/// Output channels per GEMM job: one AVX2 block of 16, or two blocks for the AVX-512 kernel.
+inline int64_t job_channels(const Schedule& s) {
+  return s.avx512 ? 2 * kBlockK : kBlockK;
+}
+
+/// GEMM jobs per job of a one-shot shared pass with the weight transform fused in (>= 1): jobs
+/// of 64 output channels where V is larger than one job's U slice and the two overflow an L2,
+/// while each thread still gets two jobs and the U region holds the threads' larger slices.
+int64_t fused_jobs_merged(const Geometry& g, const Schedule& s, int threads);
 
 /// M[t][kb0 .. kb0 + kw) = U[kb0 ..][c] V[c][t] for nt tiles, kw in {8, 16, 24, 32}: `u` is U's
 /// block at kb0 (the next 16-channel block follows at u + 16 * C), V rows `ldv` apart, M rows

@@ -31,8 +31,9 @@
 // which bounds it by store bandwidth rather than arithmetic. When the tiles make one shared pass
 // (small images, where this matters most), each GEMM job transforms only its own output
 // channels into a per-thread slice of the U region, which stays in L2 and is overwritten by the
-// thread's next job; otherwise U is written once, before the first pass, in runs of 16 channels
-// per point.
+// thread's next job (jobs of 64 channels where V is too large to stay in L2 beside one slice, so
+// that fewer jobs re-read it); otherwise U is written once, before the first pass, in runs of 16
+// channels per point.
 //
 // Schedules (make_schedule): with few channels, each thread runs whole passes of a few dozen
 // tiles (transform, GEMMs, inverse transform) in its own slice of V and M, which stay in its L2;
@@ -278,8 +279,11 @@ void input_tiles(const ConvProblem& p, const Geometry& g, const float* xg, int64
 // --- GEMM -------------------------------------------------------------------------------------
 
 // out[j][0 .. 8*MV) = sum_c u[c][0 .. 8*MV) * v[c][j] for the NR tiles j: an (8*MV) x NR block of
-// M held in registers for the whole reduction over c.
-template <int NR, int MV>
+// M held in registers for the whole reduction over c. FETCH: the first block of a panel, which
+// streams U from the last-level cache, prefetches it 8 rows ahead, as the AVX-512 kernel does
+// (2 threads, AVX2 cap, alternating runs: vgg16 conv3_1 m4 4.83-4.93 -> 4.55-4.89 ms, conv3_2
+// 9.8-10.3 -> 9.2-9.4 ms; one thread unchanged).
+template <int NR, int MV, bool FETCH = false>
 inline void gemm_block(int64_t C, const float* __restrict u, const float* __restrict v, int64_t ldv,
                        float* __restrict out, int64_t ldo) {
   __m256 acc[NR][MV];
@@ -288,6 +292,8 @@ inline void gemm_block(int64_t C, const float* __restrict u, const float* __rest
 #pragma GCC unroll 2
     for (int i = 0; i < MV; ++i) acc[j][i] = _mm256_setzero_ps();
   for (int64_t c = 0; c < C; ++c) {
+    if constexpr (FETCH)
+      _mm_prefetch(reinterpret_cast<const char*>(u + (c + 8) * MV * kVec), _MM_HINT_T0);
     __m256 a[MV];
 #pragma GCC unroll 2
     for (int i = 0; i < MV; ++i) a[i] = _mm256_loadu_ps(u + (c * MV + i) * kVec);
@@ -310,6 +316,10 @@ void gemm_panel(int64_t C, const float* u, const float* v, int64_t ldv, float* o
                 int64_t nt) {
   constexpr int NR = 6;
   int64_t t = 0;
+  if (nt >= NR) {
+    gemm_block<NR, MV, true>(C, u, v, ldv, out, ldo);
+    t = NR;
+  }
   for (; t + NR <= nt; t += NR) gemm_block<NR, MV>(C, u, v + t, ldv, out + t * ldo, ldo);
   switch (nt - t) {
     case 5:
@@ -330,11 +340,6 @@ void gemm_panel(int64_t C, const float* u, const float* v, int64_t ldv, float* o
     default:
       break;
   }
-}
-
-// Output channels per GEMM job: one AVX2 block of 16, or two blocks for the AVX-512 kernel.
-int64_t job_channels(const Schedule& s) {
-  return s.avx512 ? 2 * kBlockK : kBlockK;
 }
 
 // M[t][pt][kj * job_channels ..] for the nt tiles of a pass: one point, one job's channels.
@@ -469,6 +474,7 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
       // of U, so it is transformed first.
       const bool fused =
           wg && !s.per_thread && g.chunk >= g.tiles && threads * job_u <= P * g.u_pstride;
+      const int64_t merge = fused ? fused_jobs_merged(g, s, threads) : 1;
       if (wg && !fused) {
 #pragma omp for collapse(2) schedule(static)
         for (int64_t kb = 0; kb < kblocks; ++kb)
@@ -510,20 +516,26 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
           // Each job transforms its output channels' weights for every point into its thread's
           // small slice of the U region, which its GEMMs then read from L2 and the next job
           // overwrites there. All of U (P/r^2 times the weights) never goes to memory.
-          float* my_u = ug_fill + omp_get_thread_num() * job_u;
+          float* my_u = ug_fill + omp_get_thread_num() * merge * job_u;
+          const int64_t merged = (kjobs + merge - 1) / merge;
 #pragma omp for schedule(dynamic)
-          for (int64_t kj = 0; kj < kjobs; ++kj) {
+          for (int64_t mj = 0; mj < merged; ++mj) {
+            const int64_t kj0 = mj * merge, kj1 = std::min(kjobs, kj0 + merge);
             // Straight into the slice: it stays in L2, so the P interleaved rows cost less
             // than weight_run's copy out of L1 (alexnet conv5 m4 one-shot, 2 threads: AVX-512
             // 0.74-0.77 -> 0.61-0.62 ms, AVX2 cap 0.78 -> 0.65 ms).
-            for (int64_t kb = kj * per_job; kb < std::min(kblocks, (kj + 1) * per_job); ++kb) {
+            for (int64_t kb = kj0 * per_job; kb < std::min(kblocks, kj1 * per_job); ++kb) {
               const int64_t kw = std::min<int64_t>(kBlockK, g.Kp - kb * kBlockK);
-              float* ukb = my_u + (kb - kj * per_job) * kBlockK * g.Cg;
+              const int64_t kj = kb / per_job;
+              float* ukb = my_u + (kj - kj0) * job_u + (kb - kj * per_job) * kBlockK * g.Cg;
               for (int64_t c = 0; c < g.Cg; ++c)
                 weight_block<M, R>(g, wg, kb * kBlockK, c, ukb + c * kw, job_pstride);
             }
+            // Point-major, so that V's rows of a point serve every job of the merge from L1/L2.
             for (int64_t pt = 0; pt < P; ++pt)
-              gemm_job(g, s, my_u, job_pstride, v, g.chunk_pad, g.v_pstride, mbuf, nt, pt, kj);
+              for (int64_t kj = kj0; kj < kj1; ++kj)
+                gemm_job(g, s, my_u + (kj - kj0) * job_u, job_pstride, v, g.chunk_pad, g.v_pstride,
+                         mbuf, nt, pt, kj);
           }
         } else {
 #pragma omp for collapse(2) schedule(dynamic)
