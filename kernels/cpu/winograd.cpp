@@ -146,7 +146,8 @@ namespace {
 class Winograd final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.winograd"; }
-  // 3: the AVX2 GEMM's first block of a panel prefetches U (same sums).
+  // 3: fused one-shot jobs of 64 channels where V overflows an L2; the AVX2 GEMM prefetches U
+  // (same sums).
   std::string version() const override { return "3"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
