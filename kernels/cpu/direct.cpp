@@ -110,7 +110,9 @@ struct VecPos {
   int lo[kMaxSegs], hi[kMaxSegs];
 };
 
-void vec_pos(const Geometry& g, int64_t v, VecPos* out, int64_t oh = 0, int64_t q = 0) {
+// Rows mode takes v's output row and vector within the row (v = row * vpr + q) from the caller,
+// block_pos, which steps them; the other modes ignore them.
+void vec_pos(const Geometry& g, int64_t v, VecPos* out, int64_t row, int64_t q) {
   VecPos& r = *out;
   r.nseg = 0;
   if (g.wide) {
@@ -141,11 +143,10 @@ void vec_pos(const Geometry& g, int64_t v, VecPos* out, int64_t oh = 0, int64_t 
     start = g.head && v > 0 ? g.head + (v - 1) * g.lanes : v * g.lanes;
     len = g.OHW;
   } else {
-    // Rows mode: v = oh * vpr + q, passed in by block_pos.
     start = q * g.lanes;
     len = g.OW;
-    xrow = oh * g.row_step;
-    yrow = oh * g.OW;
+    xrow = row * g.row_step;
+    yrow = row * g.OW;
   }
   r.nseg = 1;
   r.lo[0] = 0;
@@ -168,7 +169,7 @@ void vec_pos(const Geometry& g, int64_t v, VecPos* out, int64_t oh = 0, int64_t 
 // divisions took as long as its copy of the view rows.
 int64_t block_pos(const Geometry& g, int64_t v0, int n, VecPos* pos) {
   if (g.wide || g.flat) {
-    for (int j = 0; j < n; ++j) vec_pos(g, v0 + j, &pos[j]);
+    for (int j = 0; j < n; ++j) vec_pos(g, v0 + j, &pos[j], 0, 0);
     return 0;
   }
   int64_t oh = v0 / g.vpr, q = v0 % g.vpr, last = oh;

@@ -91,7 +91,7 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
   const int64_t T = std::max(1, threads), P = g.points;
   // A per-thread pass keeps its V and M in (three quarters of) a 2 MiB L2; its slices of the
   // shared workspace must hold it, and more tiles than a thread's share would leave threads idle.
-  const int64_t l2_bytes = kL2Bytes / 4 * 3, tile_bytes = 4 * P * (g.Cg + g.m_kstride);
+  const int64_t l2_bytes = kL2WorkingBytes, tile_bytes = 4 * P * (g.Cg + g.m_kstride);
   int64_t sub = l2_bytes / tile_bytes;
   sub = std::min({sub, (g.tiles + T - 1) / T, g.chunk / T});
   auto fits = [&](int64_t n) {
@@ -131,8 +131,8 @@ int64_t fused_jobs_merged(const Geometry& g, const Schedule& s, int threads) {
   // slower.
   constexpr int64_t kMergedChannels = 64;
   const int64_t jc = job_channels(s), kjobs = (g.Kp + jc - 1) / jc;
-  const int64_t job_u = g.points * odd_lines(jc * g.Cg), T = std::max(1, threads);
-  const bool big_v = g.v_floats > job_u && 4 * (g.v_floats + job_u) > kL2Bytes / 4 * 3;
+  const int64_t job_u = job_u_floats(g, s), T = std::max(1, threads);
+  const bool big_v = g.v_floats > job_u && 4 * (g.v_floats + job_u) > kL2WorkingBytes;
   int64_t merge = big_v ? kMergedChannels / jc : 1;
   while (merge > 1 && (kjobs < 2 * T * merge || T * merge * job_u > g.points * g.u_pstride))
     merge /= 2;

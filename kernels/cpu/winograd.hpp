@@ -15,8 +15,9 @@ namespace conv::kernels::winograd {
 /// Output channels per GEMM register block (two 8-float AVX2 vectors); K is padded to kVec only.
 inline constexpr int64_t kBlockK = 16;
 inline constexpr int64_t kVec = 8;
-/// The per-core L2 the pass sizes and schedules are fitted to (2 MiB).
-inline constexpr int64_t kL2Bytes = int64_t{2} << 20;
+/// The bytes of a per-core L2 a pass's working set may fill: three quarters of a 2 MiB L2, the
+/// size the pass sizes and schedules are fitted to.
+inline constexpr int64_t kL2WorkingBytes = int64_t{1536} << 10;
 
 /// How one problem is cut into Winograd tiles for F(m x m, r x r).
 struct Geometry {
@@ -72,6 +73,12 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512);
 /// Output channels per GEMM job: one AVX2 block of 16, or two blocks for the AVX-512 kernel.
 inline int64_t job_channels(const Schedule& s) {
   return s.avx512 ? 2 * kBlockK : kBlockK;
+}
+
+/// Floats of a fused one-shot job's U slice: job_channels x C/g per point, each point's run
+/// rounded up to odd lines.
+inline int64_t job_u_floats(const Geometry& g, const Schedule& s) {
+  return g.points * odd_lines(job_channels(s) * g.Cg);
 }
 
 /// GEMM jobs per job of a one-shot shared pass with the weight transform fused in (>= 1): jobs

@@ -469,7 +469,7 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
       const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK, per_job = job_channels(s) / kBlockK;
       const int64_t runs = (g.Cg + kWeightRun - 1) / kWeightRun;
       // A thread's U slice for one GEMM job: job_channels x C/g floats per point.
-      const int64_t job_pstride = odd_lines(job_channels(s) * g.Cg), job_u = P * job_pstride;
+      const int64_t job_u = job_u_floats(g, s), job_pstride = job_u / P;
       // One-shot with the tiles in one shared pass, and room for the threads' slices in the U
       // region: the transform is fused into the GEMM jobs below. Otherwise every pass reads all
       // of U, so it is transformed first.
