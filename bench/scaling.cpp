@@ -52,11 +52,20 @@ Scaling measure(const conv::ConvProblem& p, const conv::CandidateResult& c, int 
   };
   run(1);  // warm-up: thread pools, caches, page faults
   run(2);
+  // Blocks of kBlock timed calls at each thread count in turn, each block after an untimed
+  // call, so that the timed calls find the machine as a program running at that count does.
+  // Switching counts costs the next few calls (vgg16 conv4_2 Winograd m4 under the AVX2 cap,
+  // 2 threads: 11.3 ms straight after a 1-thread call, 9.1 ms after one 2-thread call, 8.7 ms
+  // after three, 8.4 ms back to back): the second core has idled for a whole 1-thread call,
+  // and its OpenMP thread slept (with OMP_WAIT_POLICY=active, 9.6 ms straight after).
+  constexpr int kBlock = 4;
   std::vector<double> t1, t2;
-  for (int i = 0; i < calls; ++i) {
-    t1.push_back(run(1));
-    t2.push_back(run(2));
-  }
+  for (int i = 0; i < calls; i += kBlock)
+    for (int threads : {1, 2}) {
+      run(threads);
+      for (int j = i; j < std::min(calls, i + kBlock); ++j)
+        (threads == 1 ? t1 : t2).push_back(run(threads));
+    }
   return {median(t1), median(t2), *std::min_element(t1.begin(), t1.end()),
           *std::min_element(t2.begin(), t2.end())};
 }

@@ -550,6 +550,71 @@ TEST_CASE("winograd: error model behind error_bound") {
   }
 }
 
+TEST_CASE("winograd: per-thread passes are whole transform vectors where the L2 holds them") {
+  const auto tile_bytes = [](const wg::Geometry& g) { return 4 * g.points * (g.Cg + g.m_kstride); };
+  for (int threads : {1, 2}) {
+    // vgg16 conv3_2 m4: 18 tiles fit three quarters of a 2 MiB L2, 24 the whole of it.
+    const auto g =
+        wg::make_geometry(conv::parse_descriptor("mb1ic256ih56iw56oc256kh3kw3ph1pw1"), 4);
+    const auto s = wg::make_schedule(g, threads, false);
+    INFO("threads " << threads << " sub " << s.sub);
+    CHECK(s.per_thread);
+    CHECK(s.sub == 24);
+    CHECK(s.sub * tile_bytes(g) <= 4 * wg::kL2WorkingBytes / 3);
+  }
+  // 16 tiles in one pass (alexnet conv3 m4): rounding up to a thread's whole share would trade
+  // the shared pass, whose GEMM jobs transform their own weights one-shot, for per-thread passes.
+  const auto g = wg::make_geometry(conv::parse_descriptor("mb1ic256ih13iw13oc384kh3kw3ph1pw1"), 4);
+  CHECK(g.tiles == 16);
+  CHECK_FALSE(wg::make_schedule(g, 1, false).per_thread);
+}
+
+TEST_CASE("winograd: the AVX-512 GEMM at every tile count 1..40 and width matches float64") {
+  // Panels of 12-tile blocks (the first prefetching U) and 8, 4, 2, 1-tile remainders, with the
+  // masked 8-wide channel tail.
+  // Also under the AVX2 cap where the CPU has AVX-512 (Catch2 v2 has no SKIP).
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl")) {
+    WARN("this CPU has no AVX-512: only that the library never picks it is tested");
+    CHECK(conv::cpu_isa() != conv::CpuIsa::avx512);
+    return;
+  }
+  const int64_t C = 37, ldv = 43, ldo = 40;
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> u(32 * C), v(C * ldv), out(41 * ldo);
+  for (float& e : u) e = dist(rng);
+  for (float& e : v) e = dist(rng);
+  for (int64_t kw : {8, 16, 24, 32}) {
+    const int64_t first = std::min<int64_t>(kw, 16), second = kw - first;
+    auto u_at = [&](int64_t k, int64_t c) {
+      return k < first ? u[c * first + k] : u[16 * C + c * second + (k - 16)];
+    };
+    for (int64_t nt = 1; nt <= 40; ++nt) {
+      conv::poison_nan(out.data(), static_cast<int64_t>(out.size()));
+      wg::gemm_avx512(C, u.data(), kw, v.data(), ldv, out.data(), ldo, nt);
+      int bad = 0, written_past = 0;
+      for (int64_t t = 0; t <= nt; ++t)
+        for (int64_t k = 0; k < ldo; ++k) {
+          const float got = out[t * ldo + k];
+          if (t == nt || k >= kw) {
+            written_past += !std::isnan(got);
+            continue;
+          }
+          double sum = 0, mag = 0;
+          for (int64_t c = 0; c < C; ++c) {
+            sum += static_cast<double>(u_at(k, c)) * v[c * ldv + t];
+            mag += std::abs(static_cast<double>(u_at(k, c)) * v[c * ldv + t]);
+          }
+          bad += !(std::abs(got - sum) <= 1e-6 * mag);
+        }
+      INFO("kw " << kw << " nt " << nt);
+      CHECK(bad == 0);
+      CHECK(written_past == 0);
+    }
+  }
+}
+
 TEST_CASE("winograd: both schedules, both GEMM kernels, packed and one-shot, match the reference") {
   if (!has_avx2()) return;
   const bool avx512 = conv::cpu_isa() == conv::CpuIsa::avx512;

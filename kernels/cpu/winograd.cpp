@@ -92,16 +92,24 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
   // A per-thread pass keeps its V and M in (three quarters of) a 2 MiB L2; its slices of the
   // shared workspace must hold it, and more tiles than a thread's share would leave threads idle.
   const int64_t l2_bytes = kL2WorkingBytes, tile_bytes = 4 * P * (g.Cg + g.m_kstride);
-  int64_t sub = l2_bytes / tile_bytes;
-  sub = std::min({sub, (g.tiles + T - 1) / T, g.chunk / T});
+  const int64_t share = (g.tiles + T - 1) / T;
+  int64_t sub = std::min({l2_bytes / tile_bytes, share, g.chunk / T});
   auto fits = [&](int64_t n) {
     return T * P * odd_lines(g.Cg * ((n + kVec - 1) / kVec * kVec)) <= g.v_floats;
   };
-  // Whole 6-tile GEMM blocks (and 8-tile transform vectors) where there is room for them.
-  if (sub >= 24)
+  // Whole 6-tile GEMM blocks and 8-tile transform vectors where there is room for them. Fewer
+  // than 24 tiles go up to whole transform vectors where the pass still fits the whole L2 and
+  // is not a thread's entire share (which would end the shared pass's fused one-shot weight
+  // transform): a pass of 18 tiles transforms 24, and every pass reads all of U (2 threads,
+  // alternating runs: vgg16 conv3_2 m4 with 24 tiles a pass instead of 18, AVX-512 6.8-7.1 ->
+  // 6.2-6.4 ms, one thread 10.8-11.2 -> 10.0-10.3; AVX2 cap 8.1-8.3 -> 7.8; conv2_2 m6 6.1-6.2 ->
+  // 5.4-5.7; conv3_1 m6 16 instead of 12 tiles, 4.1-4.2 -> 3.8-4.0).
+  if (sub >= 24) {
     sub = sub / 24 * 24;
-  else if (sub >= 12)
-    sub = sub / 6 * 6;
+  } else if (sub >= 12) {
+    const int64_t up = (sub + kVec - 1) / kVec * kVec;
+    sub = up < share && 3 * up * tile_bytes <= 4 * l2_bytes ? up : sub / 6 * 6;
+  }
   while (sub > 0 && !fits(sub)) --sub;
   if (sub < 1) return s;
   // Bytes through the last-level cache: per-thread passes read U once each; shared passes read
@@ -148,7 +156,9 @@ class Winograd final : public Algorithm {
   std::string_view id() const override { return "cpu.winograd"; }
   // 3: fused one-shot jobs of 64 channels where V overflows an L2; the AVX2 GEMM prefetches U
   // (same sums).
-  std::string version() const override { return "3"; }
+  // 4: per-thread passes of fewer than 24 tiles are whole 8-tile transform vectors where the L2
+  // holds them (same sums).
+  std::string version() const override { return "4"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 
