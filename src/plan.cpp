@@ -91,6 +91,9 @@ bool Plan::has_packed_weights() const {
 
 void Plan::execute(const float* x, const float* w, const float* bias, float* y) {
   impl();
+  // A given w is the one used, as in any one-shot call: the packed weights are only for calls
+  // without one (running them instead would silently answer for the weights packed earlier).
+  const bool given = w != nullptr;
   if (!w) w = impl_->kept_w;
   if (!x) throw Error("x: null input tensor");
   if (!y) throw Error("y: null output tensor");
@@ -104,7 +107,7 @@ void Plan::execute(const float* x, const float* w, const float* bias, float* y) 
   a.x = x, a.w = w, a.bias = bias, a.y = y;
   a.threads = impl_->options.threads;
   a.stream = impl_->options.stream;
-  if (impl_->has_packed) a.packed_weights = impl_->packed.data();
+  if (impl_->has_packed && !given) a.packed_weights = impl_->packed.data();
   if (impl_->options.workspace) {
     a.workspace = impl_->options.workspace, a.workspace_size = impl_->options.workspace_size;
   } else {

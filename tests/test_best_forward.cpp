@@ -251,9 +251,11 @@ TEST_CASE("conv::forward runs one named algorithm correctly") {
   CHECK(r.max_error <= r.bound);
 }
 
-TEST_CASE("Plan: packed weights give the reference result for every packing algorithm") {
+TEST_CASE(
+    "Plan: packed weights give the reference result for every packing algorithm, and weights "
+    "passed to execute() replace them") {
   const auto p = conv::parse_descriptor("mb2ic16ih14iw15oc24kh3kw3ph1pw1n\"plan\"");
-  convtest::ReferenceCase ref(p, 9);
+  convtest::ReferenceCase ref(p, 9), other(p, 10);
   for (const conv::Algorithm* a : conv::registry()) {
     if (a->device() != conv::Device::Kind::cpu || !a->applicable(p).ok) continue;
     for (const auto& config : a->configs(p)) {
@@ -269,6 +271,13 @@ TEST_CASE("Plan: packed weights give the reference result for every packing algo
         CHECK(r.nonfinite == 0);
         CHECK(r.max_error <= r.bound);
       }
+      // Other weights passed to execute() are the ones used, not the packed ones.
+      conv::poison_nan(y.floats(), p.y_elems());
+      plan.execute(other.x(), other.w(), other.bias(), y.floats());
+      auto r = other.compare(y.floats(), *a, config);
+      INFO(a->id() << " " << config << " with other weights: " << r.where);
+      CHECK(r.nonfinite == 0);
+      CHECK(r.max_error <= r.bound);
     }
   }
 }

@@ -89,8 +89,11 @@ class Plan {
   /// Whether execute() may be called with a null `w`.
   bool has_packed_weights() const;
 
-  /// Runs the chosen algorithm; `w` may be null after pack_weights(). Throws conv::Error for null
-  /// x or y. Every member throws conv::Error on a moved-from Plan.
+  /// Runs the chosen algorithm; `w` may be null after pack_weights(), which then uses the packed
+  /// (or kept) weights. A non-null `w` is always the one used, read as in a one-shot call (the
+  /// Plan's workspace covers that), so passing new weights never returns results for the packed
+  /// ones. Throws conv::Error for null x or y. Every member throws conv::Error on a moved-from
+  /// Plan.
   void execute(const float* x, const float* w, const float* bias, float* y);
 
   const ConvProblem& problem() const;

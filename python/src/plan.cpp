@@ -139,7 +139,8 @@ void bind_plan(nb::module_& m) {
       .def("execute", &PyPlan::execute, nb::arg("x").none(), nb::arg("w").none() = nb::none(),
            nb::arg("bias").none() = nb::none(),
            "Runs the chosen algorithm (GIL released): x (N, C, H, W), w (K, C/groups, R, S) or "
-           "None after pack_weights(), bias (K,) or None; float32, C-contiguous. Returns a new "
+           "None after pack_weights() (a w given is always the one used, unpacked), bias (K,) or "
+           "None; float32, C-contiguous. Returns a new "
            "float32 numpy.ndarray (N, K, OH, OW). Raises convtune.Error naming the argument.")
       .def_prop_ro("problem", [](const PyPlan& s) { return s.plan().problem(); })
       .def_prop_ro(

@@ -58,7 +58,11 @@ def test_plan_equals_conv2d(rng):
     assert_close(y_conv, ref, scale)
     # Both are correct; possibly different algorithms, so equal within the tolerance.
     np.testing.assert_allclose(y_plan, y_conv, rtol=0, atol=2e-3 * scale.max())
-    np.testing.assert_array_equal(plan.execute(x, w, b), plan.execute(x, bias=b))
+    # A w given to execute() is the one used, not the packed one.
+    w2 = rng.uniform(-1, 1, p.w_shape).astype(np.float32)
+    ref2, scale2 = conv2d_ref(x, w2, b, padding=1)
+    assert_close(plan.execute(x, w2, b), ref2, scale2)
+    assert_close(plan.execute(x, w, b), ref, scale)
 
 
 def test_plan_named_algorithm_and_keywords(rng):
