@@ -174,6 +174,83 @@ void bind_quality(Stmt& s, int i, const MeasureQuality& q) {
   s.bind_int(i + 3, q.noisy ? 1 : 0);
 }
 
+// Untrusted input: values no convtune writes (text where a number belongs, negative or infinite
+// times, a status or date of another program, bytes that are not UTF-8) would otherwise read as
+// 0 ms winners or break the Python strings. These return "" for a good row, else "<column>:
+// expected ...", the wording of `autotune db import`.
+// Well-formed UTF-8 without NUL (RFC 3629: no overlong forms, surrogates or code points past
+// U+10FFFF), as Python decodes it.
+bool utf8(const std::string& t) {
+  for (size_t i = 0; i < t.size();) {
+    const auto b = static_cast<unsigned char>(t[i]);
+    const int n = b == 0     ? -1
+                  : b < 0x80 ? 0
+                  : b < 0xC2 ? -1
+                  : b < 0xE0 ? 1
+                  : b < 0xF0 ? 2
+                  : b < 0xF5 ? 3
+                             : -1;
+    if (n < 0 || i + static_cast<size_t>(n) >= t.size()) return false;
+    const auto c = n ? static_cast<unsigned char>(t[i + 1]) : 0x80;
+    if ((b == 0xE0 && c < 0xA0) || (b == 0xED && c >= 0xA0) || (b == 0xF0 && c < 0x90) ||
+        (b == 0xF4 && c >= 0x90))
+      return false;
+    for (int k = 1; k <= n; ++k)
+      if ((static_cast<unsigned char>(t[i + k]) >> 6) != 2) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+std::string bad_text(const Stmt& s, int col, const char* name, bool non_empty) {
+  if (s.type(col) != SQLITE_TEXT) return std::string(name) + ": expected a string";
+  const std::string t = s.text(col);
+  if (non_empty && t.empty()) return std::string(name) + ": must not be empty";
+  if (t.size() > 4096) return std::string(name) + ": longer than 4096 characters";
+  if (!utf8(t)) return std::string(name) + ": not UTF-8 text";
+  return "";
+}
+
+std::string bad_number(const Stmt& s, int col, const char* name, bool nullable) {
+  const int t = s.type(col);
+  if (t == SQLITE_NULL && nullable) return "";
+  const double d = s.real(col);
+  if ((t != SQLITE_INTEGER && t != SQLITE_FLOAT) || !(d >= 0 && d <= 1e300))
+    return std::string(name) + ": expected a finite number >= 0";
+  return "";
+}
+
+std::string bad_date(const Stmt& s, int col) {
+  if (std::string bad = bad_text(s, col, "date", true); !bad.empty()) return bad;
+  const std::string d = s.text(col);
+  static const char* shape = "dddd-dd-ddTdd:dd:ddZ";
+  bool ok = d.size() == std::strlen(shape);
+  for (size_t i = 0; ok && i < d.size(); ++i)
+    ok = shape[i] == 'd' ? std::isdigit(static_cast<unsigned char>(d[i])) != 0 : d[i] == shape[i];
+  return ok ? "" : "date: malformed date (expected UTC ISO 8601 like 2026-01-31T12:00:00Z)";
+}
+
+std::string bad_quality(const Stmt& s, int col) {
+  if (s.type(col) != SQLITE_INTEGER || s.type(col + 1) != SQLITE_INTEGER || s.integer(col) < 0 ||
+      s.integer(col) > 1000000000 || s.integer(col + 1) < 0 || s.integer(col + 1) > s.integer(col))
+    return "rounds, clean_rounds: expected integers with 0 <= clean_rounds <= rounds";
+  if (std::string bad = bad_number(s, col + 2, "spread", true); !bad.empty()) return bad;
+  if (s.type(col + 3) != SQLITE_INTEGER || (s.integer(col + 3) != 0 && s.integer(col + 3) != 1))
+    return "noisy: expected 0 or 1";
+  return "";
+}
+
+// The first problem of a row in winner_from's columns, or "".
+std::string bad_winner(const Stmt& s, int col) {
+  for (std::string bad :
+       {bad_text(s, col, "algo", true), bad_text(s, col + 1, "config", false),
+        bad_number(s, col + 2, "median_ms", false), bad_date(s, col + 3),
+        bad_text(s, col + 4, "version", false), bad_number(s, col + 5, "min_ms", true),
+        bad_quality(s, col + 6), bad_text(s, col + 10, "name", false)})
+    if (!bad.empty()) return bad;
+  return "";
+}
+
 // Columns: algo, config, median_ms, date, version, then winner_added_columns().
 PerfWinner winner_from(const Stmt& s, int col) {
   PerfWinner w;
@@ -194,6 +271,23 @@ std::string candidate_columns(int version) {
   return "algo, config, status, median_ms, min_ms, max_ms, packed_median_ms, max_error, "
          "workspace_bytes, message, date, version, " +
          candidate_added_columns(version);
+}
+
+// The first problem of a row in candidate_from's columns, or "".
+std::string bad_candidate(const Stmt& s, int col) {
+  const std::string status = s.type(col + 2) == SQLITE_TEXT ? s.text(col + 2) : "";
+  if (status != "ok" && status != "rejected" && status != "failed" && status != "skipped")
+    return "status: expected ok, rejected, failed or skipped";
+  for (std::string bad :
+       {bad_text(s, col, "algo", true), bad_text(s, col + 1, "config", false),
+        bad_number(s, col + 3, "median_ms", true), bad_number(s, col + 4, "min_ms", true),
+        bad_number(s, col + 5, "max_ms", true), bad_number(s, col + 6, "packed_median_ms", true),
+        bad_number(s, col + 7, "max_error", true), bad_number(s, col + 8, "workspace_bytes", false),
+        bad_text(s, col + 9, "message", false), bad_date(s, col + 10),
+        bad_text(s, col + 11, "version", false), bad_number(s, col + 12, "packed_min_ms", true),
+        bad_quality(s, col + 13), bad_text(s, col + 17, "algo_version", false)})
+    if (!bad.empty()) return bad;
+  return "";
 }
 
 PerfCandidate candidate_from(const Stmt& s, int col) {
@@ -353,7 +447,8 @@ std::optional<PerfWinner> PerfDb::lookup(const std::string& fingerprint, const s
                             " FROM winners WHERE fingerprint = ?1 AND key = ?2 AND path = ?3";
     Stmt s(c, path_, sql.c_str());
     s.bind(1, fingerprint).bind(2, key).bind(3, std::string(to_string(p)));
-    if (!s.step()) return std::nullopt;
+    // A row no convtune wrote is no winner: the problem is tuned again.
+    if (!s.step() || !bad_winner(s, 0).empty()) return std::nullopt;
     return winner_from(s, 0);
   });
 }
@@ -427,8 +522,9 @@ std::vector<PerfDb::Entry> PerfDb::winners(const std::string& fingerprint) const
     Stmt s(c, path_, sql.c_str());
     s.bind(1, fingerprint);
     while (s.step())
-      out.push_back({s.text(0), s.text(1) == "packed" ? ExecPath::packed : ExecPath::oneshot,
-                     winner_from(s, 2)});
+      if (bad_winner(s, 2).empty())
+        out.push_back({s.text(0), s.text(1) == "packed" ? ExecPath::packed : ExecPath::oneshot,
+                       winner_from(s, 2)});
     return out;
   });
 }
@@ -443,7 +539,8 @@ std::vector<PerfCandidate> PerfDb::candidates(const std::string& fingerprint,
                             "ORDER BY min_ms IS NULL, min_ms, algo, config";
     Stmt s(c, path_, sql.c_str());
     s.bind(1, fingerprint).bind(2, key);
-    while (s.step()) out.push_back(candidate_from(s, 0));
+    while (s.step())
+      if (bad_candidate(s, 0).empty()) out.push_back(candidate_from(s, 0));
     return out;
   });
 }
@@ -493,20 +590,11 @@ std::vector<size_t> PerfDb::merge(const std::vector<std::string>& other_paths) {
   std::vector<PerfDb> others;
   for (const auto& p : other_paths) others.push_back(open(p, true));
   // Dates decide which row is newer, so a malformed one (from another program) would win or lose
-  // forever: such a file is refused whole.
-  for (const PerfDb& o : others) {
-    with_retry(o.conn(), o.path_, [&] {
-      for (const char* table : {"winners", "candidates"}) {
-        const std::string q = std::string("SELECT count(*) FROM ") + table +
-                              " WHERE NOT (date GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9]T"
-                              "[0-2][0-9]:[0-5][0-9]:[0-6][0-9]Z')";
-        Stmt s(o.conn(), o.path_, q.c_str());
-        if (s.step() && s.integer(0) > 0)
-          throw Error("perfdb: " + o.path_ + ": " + std::to_string(s.integer(0)) + " " + table +
-                      " row(s) with a malformed date (expected UTC ISO 8601); nothing merged");
-      }
-    });
-  }
+  // forever, and other bad values would be copied into this database: such a file is refused
+  // whole.
+  for (const PerfDb& o : others)
+    if (std::string bad = o.first_bad_row(); !bad.empty())
+      throw Error("perfdb: " + o.path_ + ": " + bad + "; nothing merged");
 
   // Copies every row of a table from `src`; on a primary-key clash the newer date wins.
   auto copy = [&](const PerfDb& other, const std::string& select, const char* upsert, int columns) {
@@ -539,6 +627,7 @@ std::vector<size_t> PerfDb::merge(const std::vector<std::string>& other_paths) {
 
 PerfDb::Rows PerfDb::rows() const {
   sqlite3* c = conn();
+  if (std::string bad = first_bad_row(); !bad.empty()) throw Error("perfdb: " + path_ + ": " + bad);
   return with_retry(c, path_, [&] {
     Rows out;
     ReadTxn snapshot(c, path_);
@@ -621,11 +710,39 @@ size_t PerfDb::import_rows(const Rows& rows) {
 
 std::string PerfDb::integrity_check() const {
   sqlite3* c = conn();
-  return with_retry(c, path_, [&] {
+  const std::string sqlite = with_retry(c, path_, [&] {
     Stmt s(c, path_, "PRAGMA integrity_check(20)");
     std::string out;
     while (s.step()) out += (out.empty() ? "" : "; ") + s.text(0);
     return out;
+  });
+  if (sqlite != "ok") return sqlite;
+  std::string bad = first_bad_row();
+  return bad.empty() ? sqlite : bad;
+}
+
+std::string PerfDb::first_bad_row() const {
+  sqlite3* c = conn();
+  return with_retry(c, path_, [&]() -> std::string {
+    ReadTxn snapshot(c, path_);
+    auto keys = [](const Stmt& s, const char* table) {
+      std::string bad = bad_text(s, 0, "fingerprint", true);
+      if (bad.empty()) bad = bad_text(s, 1, "key", true);
+      return bad.empty() ? bad : std::string(table) + " row: " + bad;
+    };
+    Stmt w(c, path_, winners_select(version_).c_str());
+    while (w.step()) {
+      if (std::string bad = keys(w, "winners"); !bad.empty()) return bad;
+      if (std::string bad = bad_winner(w, 3); !bad.empty())
+        return "winners row " + w.text(1) + " (" + w.text(2) + "): " + bad;
+    }
+    Stmt k(c, path_, candidates_select(version_).c_str());
+    while (k.step()) {
+      if (std::string bad = keys(k, "candidates"); !bad.empty()) return bad;
+      if (std::string bad = bad_candidate(k, 2); !bad.empty())
+        return "candidates row " + k.text(1) + " " + k.text(2) + " " + k.text(3) + ": " + bad;
+    }
+    return "";
   });
 }
 

@@ -66,6 +66,8 @@ class Stmt {
   /// The column, or -1 when it is NULL.
   double real_opt(int col) const;
   int64_t integer(int col) const;
+  /// SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT, SQLITE_BLOB or SQLITE_NULL.
+  int type(int col) const { return sqlite3_column_type(stmt_, col); }
 
  private:
   sqlite3* db_;

@@ -76,6 +76,10 @@ void ConvProblem::validate() const {
     if (v < 0) bad(field, "must be >= 0", v);
     if (v > kMax) bad(field, "must be <= 2^31", v);
   }
+  // The perf database and its text export hold names of at most 4096 bytes (longer ones failed
+  // only at the database write, after tuning).
+  if (name.size() > 4096)
+    bad("name", "must be at most 4096 bytes", static_cast<int64_t>(name.size()));
   if (C % groups != 0) bad("C", "must be divisible by groups (" + std::to_string(groups) + ")", C);
   if (K % groups != 0) bad("K", "must be divisible by groups (" + std::to_string(groups) + ")", K);
   if (H + pad_top + pad_bottom < extent(R, dilation_h))

@@ -510,3 +510,45 @@ TEST_CASE("autotune db and shards refuse what would lose or corrupt rows") {
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("not a contiguous range"));
 }
+
+TEST_CASE("perfdb: rows with values no convtune writes are skipped, reported and never merged") {
+  TempDir tmp;
+  const std::string good = tmp.file("good.sqlite");
+  tune_into(good, p3x3);
+  const std::string fp = conv::Device::cpu().fingerprint();
+  // Each edit makes one column of one row something only another program (or an attacker) writes.
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"UPDATE winners SET median_ms = -5", "median_ms: expected a finite number >= 0"},
+      {"UPDATE winners SET median_ms = 9e999", "median_ms: expected a finite number >= 0"},
+      {"UPDATE winners SET median_ms = 'x'", "median_ms: expected a finite number >= 0"},
+      {"UPDATE winners SET algo = x'00ff00'", "algo: expected a string"},
+      {"UPDATE winners SET name = CAST(x'ff61' AS TEXT)", "name: not UTF-8 text"},
+      {"UPDATE winners SET rounds = 2, clean_rounds = 3", "clean_rounds <= rounds"},
+      {"UPDATE candidates SET status = 'weird'", "status: expected ok, rejected, failed"},
+      {"UPDATE candidates SET workspace_bytes = -1", "workspace_bytes: expected a finite"},
+      {"UPDATE candidates SET message = printf('%.*c', 5000, 'm')", "message: longer than 4096"},
+      {"UPDATE candidates SET date = '2026-13'", "date: malformed date"}};
+  for (const auto& [edit, why] : edits) {
+    INFO(edit);
+    const std::string bad = tmp.file("bad.sqlite"), into = tmp.file("into.sqlite");
+    fs::remove(bad), fs::remove(into);
+    fs::copy_file(good, bad);
+    sql(bad, edit);
+    // db check names the row and column; merge refuses the whole file and writes nothing.
+    Run r = shell(autotune() + "db check '" + bad + "'");
+    CHECK(r.code == 1);
+    CHECK_THAT(r.out, Catch::Contains(why));
+    r = shell(autotune() + "db merge '" + good + "' '" + bad + "' --into '" + into + "'");
+    CHECK(r.code == 1);
+    CHECK_THAT(r.out, Catch::Contains(why) && Catch::Contains("nothing merged"));
+    CHECK(conv::PerfDb::open(into, true).rows().winners.empty());
+    // Reading: rows() (export, show, Python's read_perfdb) says which; lookups skip the row.
+    const auto db = conv::PerfDb::open(bad, true);
+    CHECK_THROWS_WITH(db.rows(), Catch::Contains(why));
+    const bool winner_edit = edit.find("winners") != std::string::npos;
+    CHECK(db.lookup(fp, p3x3.key(), conv::ExecPath::oneshot).has_value() == !winner_edit);
+    // (Each edit changed every row of its table.)
+    CHECK(db.winners(fp).empty() == winner_edit);
+    CHECK(db.candidates(fp, p3x3.key()).empty() == !winner_edit);
+  }
+}

@@ -86,6 +86,8 @@ TEST_CASE("ConvProblem.validate names each bad field") {
       {"ConvProblem.R: must be <= 2^31", [](conv::ConvProblem& p) { p.R = int64_t{1} << 40; }},
       {"ConvProblem.pad_right: must be <= 2^31",
        [](conv::ConvProblem& p) { p.pad_right = int64_t{1} << 32; }},
+      {"ConvProblem.name: must be at most 4096 bytes, got 4097",
+       [](conv::ConvProblem& p) { p.name = std::string(4097, 'n'); }},
       {"ConvProblem.C: must be divisible by groups (2), got 5",
        [](conv::ConvProblem& p) { p.C = 5; }},
       {"ConvProblem.K: must be divisible by groups (2), got 7",

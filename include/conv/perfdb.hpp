@@ -159,8 +159,14 @@ class PerfDb {
   /// fingerprint, key, algo_id, status or date is empty, or when the database is read-only.
   size_t import_rows(const Rows& rows);
 
-  /// SQLite's full PRAGMA integrity_check: "ok", or the first problems found.
+  /// SQLite's full PRAGMA integrity_check: "ok", or the first problems found; then
+  /// first_bad_row()'s.
   std::string integrity_check() const;
+
+  /// "" when every row holds values convtune writes, else the first other row and column, e.g.
+  /// "winners row <key> (oneshot): median_ms: expected a finite number >= 0". Lookups skip such
+  /// rows, rows() throws conv::Error for them and merge() refuses their file.
+  std::string first_bad_row() const;
 
   /// The schema version of the open file (older files opened read-only keep theirs).
   int file_schema_version() const { return version_; }

@@ -46,7 +46,8 @@ struct ConvProblem {
   int64_t y_bytes() const { return y_elems() * 4; }
 
   /// Throws conv::Error naming the first bad field: sizes < 1, strides/dilations < 1, negative
-  /// padding, C or K not divisible by groups, output size < 1 or > 2^31 (the descriptor
+  /// padding, a name longer than 4096 bytes, C or K not divisible by groups, output size < 1 or
+  /// > 2^31 (the descriptor
   /// grammar's limit, so key() always parses back), or element counts whose byte size overflows
   /// 64 bits.
   void validate() const;

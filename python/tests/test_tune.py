@@ -44,6 +44,20 @@ def test_tune_stores_winner(tmp_path):
     assert again["winner"]["algo"] == w["algo"]
 
 
+def test_read_perfdb_refuses_rows_convtune_never_writes(tmp_path):
+    import sqlite3
+
+    import pytest
+
+    db = str(tmp_path / "tampered.sqlite")
+    convtune.tune(DESC, perfdb=db, **QUICK)
+    with sqlite3.connect(db) as c:  # bytes that are not UTF-8, as another program may write
+        c.execute("UPDATE winners SET algo = CAST(x'ff00' AS TEXT)")
+    c.close()
+    with pytest.raises(convtune.Error, match=r"algo: not UTF-8 text"):
+        convtune.read_perfdb(db)
+
+
 def test_tune_subset_not_stored(tmp_path):
     db = str(tmp_path / "subset.sqlite")
     r = convtune.tune(convtune.Problem(DESC), algo="im2col", perfdb=db, **QUICK)
