@@ -44,18 +44,26 @@ std::string mib(size_t bytes) {
 // Refuses a problem whose host tensors alone would not fit in this machine's memory: allocation
 // succeeds lazily on Linux, so such a problem would page for minutes and past any --budget (a
 // 40000 x 40000 image had taken 19.5 of 23 GiB after 70 s) before it failed or was killed.
-void check_host_memory(const ConvProblem& p) {
+void check_host_memory(const ConvProblem& p, const TuneOptions& o) {
   // x, w, y, the NaN poison y, and the trusted y and magnitudes in float64: a lower bound.
-  const double need =
+  double need =
       static_cast<double>(p.x_bytes()) + p.w_bytes() + 2.0 * p.y_bytes() + 16.0 * p.y_elems();
+  // Checked by cpu.im2col_gemm (trusted_result): its im2col workspace, |x|, |w| and its y too.
+  if (o.check && p.flops() > o.reference_max_flops) {
+    const Algorithm* gemm = find_algorithm("cpu.im2col_gemm");
+    need += static_cast<double>(gemm->workspace_bytes(p, gemm->configs(p).front())) + p.x_bytes() +
+            p.w_bytes() + p.y_bytes();
+  }
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return;  // unknown: let the allocation decide
   const double have = static_cast<double>(pages) * page;
   if (need > 0.75 * have)
-    throw Error("problem: tuning it needs at least " + mib(static_cast<size_t>(need)) +
-                " of host memory for its tensors and their float64 reference, more than 3/4 of "
-                "this machine's " +
-                mib(static_cast<size_t>(have)));
+    throw Error(
+        "problem: tuning it needs at least " + mib(static_cast<size_t>(need)) +
+        " of host memory for its tensors and the reference result they are checked against, "
+        "more than 3/4 of "
+        "this machine's " +
+        mib(static_cast<size_t>(have)));
 }
 
 // The trusted output y_ref and the magnitudes sum|x*w| + |bias| every candidate is judged by.
@@ -75,7 +83,20 @@ Trusted trusted_result(const ConvProblem& p, const float* x, const float* w, con
     return t;
   }
   // Too big for the reference: cpu.im2col_gemm gives y, and the same GEMM on |x|, |w|, |b| gives
-  // the magnitudes (all terms non-negative, so its own rounding is relative and tiny).
+  // the magnitudes (all terms non-negative, so its own rounding is relative and tiny). Two GEMMs
+  // that even at 256 GFLOP/s per thread (beyond any core's fp32 FMA peak today) outlast the
+  // budget are refused here, rather than run past it with every candidate skipped after them.
+  const double lower_bound_ms = 2 * p.flops() / (256e9 * std::max(1, threads)) * 1e3;
+  if (lower_bound_ms > o.budget_ms) {
+    std::ostringstream m;
+    m.precision(3);
+    m << "budget: checking this problem needs two float32 GEMMs of " << p.flops() / 1e9
+      << " GFLOP (cpu.im2col_gemm: the float64 reference checks problems up to "
+      << o.reference_max_flops / 1e9 << " GFLOP), at least " << lower_bound_ms / 1e3 << " s on "
+      << std::max(1, threads) << " thread(s), more than the budget of " << o.budget_ms / 1e3
+      << " s: raise the budget";
+    throw Error(m.str());
+  }
   const Algorithm* gemm = find_algorithm("cpu.im2col_gemm");
   const std::string cfg = gemm->configs(p).front();
   AlignedBuffer ws(gemm->workspace_bytes(p, cfg)), y(p.y_bytes());
@@ -193,7 +214,7 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
 
   // Fresh random data on the host first: a problem too big for memory fails here, before any
   // algorithm is asked about it.
-  check_host_memory(p);
+  check_host_memory(p, o);
   AlignedBuffer hx(p.x_bytes()), hw(p.w_bytes()), hb(p.K * 4), hy(p.y_bytes()), poison(p.y_bytes());
   fill_uniform(hx.floats(), p.x_elems(), o.seed);
   fill_uniform(hw.floats(), p.w_elems(), o.seed + 1);

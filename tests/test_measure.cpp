@@ -334,3 +334,19 @@ TEST_CASE("measure: the real environment reads this process's scheduler statisti
   CHECK(none.involuntary_switches == -1);
   CHECK(none.crowding == -1);
 }
+
+TEST_CASE("tune: a check that would outlast the budget or the memory is refused up front") {
+  // 129 GFLOP (above reference_max_flops, so checked by two cpu.im2col_gemm GEMMs): even at 256
+  // GFLOP/s a thread they take 0.5 s on 2 threads, far more than a 0.1 s budget.
+  const auto p = conv::parse_descriptor("mb1ic64ih64oc256kh31ph15");
+  conv::TuneOptions o;
+  o.threads = 2;
+  o.budget_ms = 100;
+  CHECK_THROWS_WITH(conv::tune(p, o), Catch::Contains("budget: checking this problem needs") &&
+                                          Catch::Contains("raise the budget"));
+  // The GEMMs' im2col workspace counts against the host memory too: 258 GB of it (for a 268 MB
+  // input) is refused before anything is allocated, not paged in.
+  const auto huge = conv::parse_descriptor("mb1ic64ih1024oc1kh31ph15");
+  o.budget_ms = 1e9;
+  CHECK_THROWS_WITH(conv::tune(huge, o), Catch::Contains("problem: tuning it needs at least"));
+}
