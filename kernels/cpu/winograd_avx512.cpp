@@ -34,8 +34,10 @@ namespace {
 // out[j][0 .. 16*(NV-1) + LAST) = sum_c U[c][..] * v[c][j] for NR tiles j. Vector 0 reads the
 // 16-wide block at u0, vector 1 (NV = 2) the block at u1, which is 16 wide, or 8 wide when
 // LAST = 8 (an odd K/g tail), masked. FETCH: the first block of a panel, which streams U from
-// memory, prefetches it 8 rows ahead (the hardware prefetcher starts too late for two streams
-// this short).
+// memory, prefetches it 24 rows ahead (the hardware prefetcher starts too late for two streams
+// this short; 8 rows ahead were too few for two threads streaming U at once: vgg16 conv3_2 m4,
+// 2 threads, alternating runs, 5.87-6.12 -> 5.47-5.75 ms, conv3_1 3.09-3.26 -> 3.02-3.14, one
+// thread and the fused passes of alexnet conv3-5 and vgg16 conv4_1 within the noise).
 template <int NR, int NV, int LAST, bool FETCH = false>
 inline void block(int64_t C, const float* __restrict u0, const float* __restrict u1,
                   const float* __restrict v, int64_t ldv, float* __restrict out, int64_t ldo) {
@@ -48,9 +50,9 @@ inline void block(int64_t C, const float* __restrict u0, const float* __restrict
     for (int i = 0; i < NV; ++i) acc[j][i] = _mm512_setzero_ps();
   for (int64_t c = 0; c < C; ++c) {
     if constexpr (FETCH) {
-      _mm_prefetch(reinterpret_cast<const char*>(u0 + (c + 8) * kBlockK), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(u0 + (c + 24) * kBlockK), _MM_HINT_T0);
       if constexpr (NV == 2)
-        _mm_prefetch(reinterpret_cast<const char*>(u1 + (c + 8) * last_stride), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(u1 + (c + 24) * last_stride), _MM_HINT_T0);
     }
     __m512 a[NV];
     if constexpr (NV == 1) {
