@@ -157,7 +157,7 @@ class Winograd final : public Algorithm {
   // 3: fused one-shot jobs of 64 channels where V overflows an L2; the AVX2 GEMM prefetches U
   // (same sums).
   // 4: per-thread passes of fewer than 24 tiles are whole 8-tile transform vectors where the L2
-  // holds them; the AVX-512 GEMM prefetches U 24 rows ahead (same sums).
+  // holds them; the GEMMs prefetch U further ahead (same sums).
   std::string version() const override { return "4"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }

@@ -280,10 +280,13 @@ void input_tiles(const ConvProblem& p, const Geometry& g, const float* xg, int64
 
 // out[j][0 .. 8*MV) = sum_c u[c][0 .. 8*MV) * v[c][j] for the NR tiles j: an (8*MV) x NR block of
 // M held in registers for the whole reduction over c. FETCH: the first block of a panel, which
-// streams U from the last-level cache, prefetches it 32 rows ahead, as the AVX-512 kernel
-// prefetches 8 (2 threads, AVX2 cap, alternating runs: vgg16 conv3_1 m4 4.83-4.93 -> 4.55-4.89
-// ms with 8 rows, 4.36-4.52 -> 4.11-4.40 from 8 to 32; conv3_2 9.8-10.3 -> 9.2-9.4, then 9.4-9.8
-// -> 8.9-9.0; one thread 0-2% faster).
+// streams U from the last-level cache, prefetches it 128 rows (8 KiB) ahead, past the panel's
+// end into the next job's, which follows it in U (2 threads, AVX2 cap, alternating runs: vgg16
+// conv3_1 m4 4.83-4.93 -> 4.55-4.89 ms with 8 rows, 4.36-4.52 -> 4.11-4.40 from 8 to 32; conv3_2
+// 9.8-10.3 -> 9.2-9.4, then 9.4-9.8 -> 8.9-9.0; a later session, from 32 to 64 then 128 rows:
+// conv3_2 7.84-8.79 -> 7.52-7.78 -> 7.16-7.41, conv3_1 3.99-4.07 -> 3.75-4.09 -> 3.67-3.76,
+// conv2_2 m6 6.5-6.8 -> 6.2-6.4; 256 no better; one thread and 13x13 to 28x28 layers within
+// the noise).
 template <int NR, int MV, bool FETCH = false>
 inline void gemm_block(int64_t C, const float* __restrict u, const float* __restrict v, int64_t ldv,
                        float* __restrict out, int64_t ldo) {
@@ -294,7 +297,7 @@ inline void gemm_block(int64_t C, const float* __restrict u, const float* __rest
     for (int i = 0; i < MV; ++i) acc[j][i] = _mm256_setzero_ps();
   for (int64_t c = 0; c < C; ++c) {
     if constexpr (FETCH)
-      _mm_prefetch(reinterpret_cast<const char*>(u + (c + 32) * MV * kVec), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(u + (c + 128) * MV * kVec), _MM_HINT_T0);
     __m256 a[MV];
 #pragma GCC unroll 2
     for (int i = 0; i < MV; ++i) a[i] = _mm256_loadu_ps(u + (c * MV + i) * kVec);
