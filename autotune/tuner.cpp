@@ -199,8 +199,23 @@ std::vector<PerfCandidate> TuneResult::to_records() const {
   return out;
 }
 
+// Each part of a pattern that names no algorithm is a typo, which would otherwise tune a
+// silently smaller (or empty) set.
+void check_algo_pattern(const std::string& pattern) {
+  std::stringstream ss(pattern);
+  for (std::string part; std::getline(ss, part, ',');) {
+    if (part.empty()) continue;
+    const auto& all = all_algorithms();
+    if (std::none_of(all.begin(), all.end(),
+                     [&](const Algorithm* a) { return a->id().find(part) != std::string::npos; }))
+      throw Error("algo (TuneOptions::algo_pattern): \"" + part +
+                  "\" is part of no registered algorithm id");
+  }
+}
+
 TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& progress) {
   p.validate();
+  check_algo_pattern(o.algo_pattern);
   const auto t0 = Clock::now();
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double, std::milli>(o.budget_ms));

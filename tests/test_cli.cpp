@@ -246,6 +246,10 @@ TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
       autotune("tune mb1ic1ih8oc1kh3 --algo nothing-matches --db /tmp/convtune-unused.sqlite");
   CHECK(no_algo.code == 2);
   CHECK_THAT(no_algo.out, Catch::Contains("--algo"));
+  // One part of several that names nothing is the same typo.
+  auto part_algo = autotune("explain mb1ic1ih8oc1kh3 --algo cpu.direct,nothing-matches");
+  CHECK(part_algo.code == 2);
+  CHECK_THAT(part_algo.out, Catch::Contains("--algo: \"nothing-matches\" matches no"));
   auto empty_db = autotune("tune mb1ic1ih8oc1kh3 --db ''");
   CHECK(empty_db.code == 2);
   CHECK_THAT(empty_db.out, Catch::Contains("--db"));

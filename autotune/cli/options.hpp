@@ -155,14 +155,16 @@ struct TuneArgs {
         },
         "FINITE");
   }
-  // A pattern that names no registered algorithm is a typo, not an empty search.
+  // A pattern part that names no registered algorithm is a typo, not an empty search.
   void check_algo_pattern() const {
-    if (algo.empty()) return;
     std::stringstream ss(algo);
-    for (std::string part; std::getline(ss, part, ',');)
-      for (const conv::Algorithm* a : conv::registry())
-        if (!part.empty() && a->id().find(part) != std::string_view::npos) return;
-    throw UsageError("--algo: \"" + algo + "\" matches no registered algorithm");
+    for (std::string part; std::getline(ss, part, ',');) {
+      const auto& all = conv::all_algorithms();
+      if (!part.empty() && std::none_of(all.begin(), all.end(), [&](const conv::Algorithm* a) {
+            return a->id().find(part) != std::string_view::npos;
+          }))
+        throw UsageError("--algo: \"" + part + "\" matches no registered algorithm");
+    }
   }
   conv::TuneOptions options(const Common& c, const conv::Device& d) const {
     check_algo_pattern();

@@ -82,3 +82,6 @@ def test_tune_bad_option():
 
     with pytest.raises(convtune.Error, match="max_rounds"):
         convtune.tune(DESC, min_rounds=3, max_rounds=2, store=False)
+    # A typo in algo would otherwise tune nothing (or a silently smaller set).
+    with pytest.raises(convtune.Error, match=r'algo .*"cpu\.nosuch" is part of no'):
+        convtune.tune(DESC, algo="cpu.direct,cpu.nosuch", store=False)
