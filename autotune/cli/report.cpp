@@ -137,14 +137,21 @@ void print_explain(std::ostream& out, const TuneResult& r, double peak) {
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
     const double gf = c.gflops(p);
-    std::snprintf(
-        line, sizeof line, "%c %-24s %-16s %-9s %9s %9s %9s %8s %6s %8s %9.2e %9.2e %9.2e  %s\n",
-        static_cast<int>(i) == r.winner ? '*' : ' ', c.algo_id.c_str(), c.config.c_str(),
-        c.status.c_str(), fmt(c.min_ms, 3).c_str(), fmt(c.median_ms, 3).c_str(),
-        fmt(c.packed_min_ms, 3).c_str(), fmt(c.median_ms > 0 ? gf : -1, 1).c_str(),
-        fmt(peak > 0 && c.median_ms > 0 ? 100 * gf / peak : -1, 0).c_str(),
-        fmt(c.workspace_bytes / 1048576.0, 1).c_str(), c.max_rel_error, c.max_error, c.error_bound,
-        (quality_text(c.quality) + (c.from_perfdb ? " (stored)" : "")).c_str());
+    // Errors not measured (a skipped or failed candidate) are -1: printed as "-".
+    auto err = [](double e) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%9.2e", e);
+      return e < 0 ? std::string("-") : std::string(b);
+    };
+    std::snprintf(line, sizeof line,
+                  "%c %-24s %-16s %-9s %9s %9s %9s %8s %6s %8s %9s %9s %9s  %s\n",
+                  static_cast<int>(i) == r.winner ? '*' : ' ', c.algo_id.c_str(), c.config.c_str(),
+                  c.status.c_str(), fmt(c.min_ms, 3).c_str(), fmt(c.median_ms, 3).c_str(),
+                  fmt(c.packed_min_ms, 3).c_str(), fmt(c.median_ms > 0 ? gf : -1, 1).c_str(),
+                  fmt(peak > 0 && c.median_ms > 0 ? 100 * gf / peak : -1, 0).c_str(),
+                  fmt(c.workspace_bytes / 1048576.0, 1).c_str(), err(c.max_rel_error).c_str(),
+                  err(c.max_error).c_str(), err(c.error_bound).c_str(),
+                  (quality_text(c.quality) + (c.from_perfdb ? " (stored)" : "")).c_str());
     out << line;
     if (!c.message.empty()) out << "      " << c.message << "\n";
   }
