@@ -2,6 +2,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
@@ -86,8 +87,11 @@ struct Knobs {
 conv::TuneOptions options(const Knobs& k) {
   if (k.min_rounds < 1) throw conv::Error("min_rounds: must be >= 1");
   if (k.max_rounds < k.min_rounds) throw conv::Error("max_rounds: must be >= min_rounds");
-  if (!(k.budget_s > 0)) throw conv::Error("budget_s: must be > 0");
-  if (!(k.batch_ms >= 0)) throw conv::Error("batch_ms: must be >= 0");
+  // Finite, as the CLI's --budget and --batch-ms (an infinite batch would never end a round).
+  if (!(k.budget_s > 0) || !std::isfinite(k.budget_s))
+    throw conv::Error("budget_s: must be a finite number > 0");
+  if (!(k.batch_ms >= 0) || !std::isfinite(k.batch_ms))
+    throw conv::Error("batch_ms: must be a finite number >= 0");
   if (k.workspace_limit && !(*k.workspace_limit >= 0))
     throw conv::Error("workspace_limit: must be >= 0 bytes");
   conv::TuneOptions o;

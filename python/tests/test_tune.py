@@ -82,6 +82,9 @@ def test_tune_bad_option():
 
     with pytest.raises(convtune.Error, match="max_rounds"):
         convtune.tune(DESC, min_rounds=3, max_rounds=2, store=False)
+    for bad in ({"batch_ms": float("inf")}, {"budget_s": float("inf")}, {"batch_ms": float("nan")}):
+        with pytest.raises(convtune.Error, match=next(iter(bad))):
+            convtune.tune(DESC, store=False, **bad)
     # A typo in algo would otherwise tune nothing (or a silently smaller set).
     with pytest.raises(convtune.Error, match=r'algo .*"cpu\.nosuch" is part of no'):
         convtune.tune(DESC, algo="cpu.direct,cpu.nosuch", store=False)
