@@ -493,6 +493,14 @@ TEST_CASE("autotune db and shards refuse what would lose or corrupt rows") {
             tmp.file("d.sqlite") + "'");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("the same row as entry 0"));
+  // A name with a control character, which no descriptor can carry: refused, naming it.
+  j["winners"].erase(j["winners"].size() - 1);
+  j["winners"][0]["name"] = "a\nb";
+  std::ofstream(tmp.file("ctl.json")) << j.dump();
+  r = shell(autotune() + "db import '" + tmp.file("ctl.json") + "' --into '" +
+            tmp.file("d.sqlite") + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("winners[0].name: control character"));
 
   // A stored winner this build cannot run (edited by hand, or from another build): re-tuned.
   sql(a, "UPDATE winners SET algo = 'cpu.nonesuch'");
