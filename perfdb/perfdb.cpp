@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <system_error>
 #include <tuple>
 
+#include "quoted.hpp"
 #include "schema.hpp"
 #include "sqlite_stmt.hpp"
 
@@ -178,26 +180,12 @@ void bind_quality(Stmt& s, int i, const MeasureQuality& q) {
 // times, a status or date of another program, bytes that are not UTF-8) would otherwise read as
 // 0 ms winners or break the Python strings. These return "" for a good row, else "<column>:
 // expected ...", the wording of `autotune db import`.
-// Well-formed UTF-8 without NUL (RFC 3629: no overlong forms, surrogates or code points past
-// U+10FFFF), as Python decodes it.
+// Well-formed UTF-8 (utf8_length) without NUL, as Python decodes it.
 bool utf8(const std::string& t) {
   for (size_t i = 0; i < t.size();) {
-    const auto b = static_cast<unsigned char>(t[i]);
-    const int n = b == 0     ? -1
-                  : b < 0x80 ? 0
-                  : b < 0xC2 ? -1
-                  : b < 0xE0 ? 1
-                  : b < 0xF0 ? 2
-                  : b < 0xF5 ? 3
-                             : -1;
-    if (n < 0 || i + static_cast<size_t>(n) >= t.size()) return false;
-    const auto c = n ? static_cast<unsigned char>(t[i + 1]) : 0x80;
-    if ((b == 0xE0 && c < 0xA0) || (b == 0xED && c >= 0xA0) || (b == 0xF0 && c < 0x90) ||
-        (b == 0xF4 && c >= 0x90))
-      return false;
-    for (int k = 1; k <= n; ++k)
-      if ((static_cast<unsigned char>(t[i + k]) >> 6) != 2) return false;
-    i += n + 1;
+    const int n = utf8_length(t, i);
+    if (n == 0 || t[i] == '\0') return false;
+    i += n;
   }
   return true;
 }
@@ -211,13 +199,35 @@ std::string bad_text(const Stmt& s, int col, const char* name, bool non_empty) {
   return "";
 }
 
-std::string bad_number(const Stmt& s, int col, const char* name, bool nullable) {
+// `infinite`: an error measured on a non-finite output is +infinity (ref::compare).
+std::string bad_number(const Stmt& s, int col, const char* name, bool nullable,
+                       bool infinite = false) {
   const int t = s.type(col);
   if (t == SQLITE_NULL && nullable) return "";
   const double d = s.real(col);
-  if ((t != SQLITE_INTEGER && t != SQLITE_FLOAT) || !(d >= 0 && d <= 1e300))
-    return std::string(name) + ": expected a finite number >= 0";
+  if ((t != SQLITE_INTEGER && t != SQLITE_FLOAT) ||
+      !(d >= 0 && (d <= 1e300 || (infinite && std::isinf(d)))))
+    return std::string(name) +
+           (infinite ? ": expected a number >= 0" : ": expected a finite number >= 0");
   return "";
+}
+
+// A candidate's message as stored: UTF-8 (other bytes as '?') of at most 4096 bytes, so that
+// every row this build writes passes bad_candidate() (an exception's text may hold anything).
+std::string storable_message(const std::string& m) {
+  std::string out;
+  for (size_t i = 0; i < m.size();) {
+    const int n = utf8_length(m, i);
+    if (out.size() + std::max(n, 1) > 4096) break;
+    if (n == 0 || m[i] == '\0') {
+      out += '?';
+      ++i;
+    } else {
+      out.append(m, i, n);
+      i += n;
+    }
+  }
+  return out;
 }
 
 std::string bad_date(const Stmt& s, int col) {
@@ -282,10 +292,11 @@ std::string bad_candidate(const Stmt& s, int col) {
        {bad_text(s, col, "algo", true), bad_text(s, col + 1, "config", false),
         bad_number(s, col + 3, "median_ms", true), bad_number(s, col + 4, "min_ms", true),
         bad_number(s, col + 5, "max_ms", true), bad_number(s, col + 6, "packed_median_ms", true),
-        bad_number(s, col + 7, "max_error", true), bad_number(s, col + 8, "workspace_bytes", false),
-        bad_text(s, col + 9, "message", false), bad_date(s, col + 10),
-        bad_text(s, col + 11, "version", false), bad_number(s, col + 12, "packed_min_ms", true),
-        bad_quality(s, col + 13), bad_text(s, col + 17, "algo_version", false)})
+        bad_number(s, col + 7, "max_error", true, true),
+        bad_number(s, col + 8, "workspace_bytes", false), bad_text(s, col + 9, "message", false),
+        bad_date(s, col + 10), bad_text(s, col + 11, "version", false),
+        bad_number(s, col + 12, "packed_min_ms", true), bad_quality(s, col + 13),
+        bad_text(s, col + 17, "algo_version", false)})
     if (!bad.empty()) return bad;
   return "";
 }
@@ -482,7 +493,7 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
       ins.bind(1, fingerprint).bind(2, key).bind(3, r.algo_id).bind(4, r.config).bind(5, r.status);
       ins.bind_opt(6, r.median_ms).bind_opt(7, r.min_ms).bind_opt(8, r.max_ms);
       ins.bind_opt(9, r.packed_median_ms).bind_opt(10, r.max_error);
-      ins.bind(11, r.workspace_bytes).bind(12, r.message);
+      ins.bind(11, r.workspace_bytes).bind(12, storable_message(r.message));
       ins.bind(13, r.date.empty() ? now : r.date).bind(14, std::string(CONVTUNE_VERSION));
       ins.bind_opt(15, r.packed_min_ms);
       bind_quality(ins, 16, r.quality);

@@ -13,13 +13,18 @@ inline bool is_control(char c) {
   return u < 0x20 || u == 0x7f;
 }
 
-/// Length of the UTF-8 sequence starting at s[i] (1-4), or 0 when the bytes there are not one.
+/// Length of the UTF-8 sequence starting at s[i] (1-4), or 0 when the bytes there are not one
+/// (RFC 3629, as Python decodes: no overlong forms, surrogates or code points past U+10FFFF).
 inline int utf8_length(std::string_view s, size_t i) {
   const auto b = static_cast<unsigned char>(s[i]);
-  const int n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+  const int n = b < 0x80 ? 1 : b < 0xc2 ? 0 : b < 0xe0 ? 2 : b < 0xf0 ? 3 : b < 0xf5 ? 4 : 0;
   if (n == 0 || i + n > s.size()) return 0;
   for (int k = 1; k < n; ++k)
     if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  const auto c = n > 1 ? static_cast<unsigned char>(s[i + 1]) : 0x80;
+  if ((b == 0xe0 && c < 0xa0) || (b == 0xed && c >= 0xa0) || (b == 0xf0 && c < 0x90) ||
+      (b == 0xf4 && c >= 0x90))
+    return 0;
   return n;
 }
 

@@ -12,11 +12,13 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <random>
 #include <regex>
 #include <set>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "conv/perfdb.hpp"
+#include "conv/problem.hpp"
 #include "schema.hpp"
 
 namespace fs = std::filesystem;
@@ -687,7 +690,8 @@ TEST_CASE("perfdb: hostile files posing as perf databases are refused before any
              "; PRAGMA user_version = " + std::to_string(PerfDb::schema_version()));
     return path;
   };
-  const std::string winners_end = "version     TEXT NOT NULL,\n  PRIMARY KEY (fingerprint, key, path)";
+  const std::string winners_end =
+      "version     TEXT NOT NULL,\n  PRIMARY KEY (fingerprint, key, path)";
   struct Case {
     std::string file, from, to, extra, expect;
   };
@@ -725,9 +729,12 @@ TEST_CASE("perfdb: hostile files posing as perf databases are refused before any
   const std::string big = craft("big.sqlite", "", "", "");
   {
     RawDb raw(big);
-    raw.exec("INSERT INTO winners (fingerprint, key, path, algo, config, median_ms, date, "
-             "version) VALUES ('" + kFp + "', 'k', 'oneshot', printf('%.*c', 1000000, 'x'), "
-             "'c', 1.0, '2024-01-01T00:00:00Z', '0.1.0')");
+    raw.exec(
+        "INSERT INTO winners (fingerprint, key, path, algo, config, median_ms, date, "
+        "version) VALUES ('" +
+        kFp +
+        "', 'k', 'oneshot', printf('%.*c', 1000000, 'x'), "
+        "'c', 1.0, '2024-01-01T00:00:00Z', '0.1.0')");
   }
   const PerfDb reader = PerfDb::open(big, true);
   require_error([&] { reader.lookup(kFp, "k"); }, {"perfdb: " + big});
@@ -1008,5 +1015,34 @@ TEST_CASE("perfdb: a writer killed mid-way leaves every committed row and a soun
       for (const auto& key : keys)
         if (db.candidates(kFp, key).size() != 60) FAIL_CHECK(key << " is partial");
     }
+  }
+}
+
+TEST_CASE("perfdb: every row this build stores reads back as valid, whatever its message") {
+  TempDir dir;
+  const std::string path = dir.file("perfdb.sqlite");
+  auto db = PerfDb::open(path);
+  // A rejected candidate whose output was not finite has an infinite error (ref::compare); a
+  // failed one carries an exception's text, which may be long or hold any bytes.
+  std::vector<PerfCandidate> cands = {candidate("cpu.fft", "t8", 1.5, "rejected"),
+                                      candidate("cpu.direct", "oc4ow24", -1, "failed")};
+  cands[0].max_error = std::numeric_limits<double>::infinity();
+  cands[1].message = std::string("bad byte \xff, NUL \0 here, ", 24) + std::string(6000, 'm');
+  db.store(kFp, "g1mb1ic64ih56oc64oh56kh3ph1", cands, nullptr, nullptr);
+  CHECK(db.first_bad_row().empty());
+  CHECK(db.integrity_check() == "ok");
+  const auto back = db.candidates(kFp, "g1mb1ic64ih56oc64oh56kh3ph1");
+  REQUIRE(back.size() == 2);
+  CHECK(std::isinf(back[0].max_error));
+  CHECK(back[1].message.size() <= 4096);
+  CHECK(back[1].message.rfind("bad byte ?, NUL ? here, mmm", 0) == 0);
+  CHECK(db.rows().candidates.size() == 2);
+  // Names are checked where problems are made: UTF-8 only.
+  conv::ConvProblem p = conv::parse_descriptor("mb1ic3ih8oc4kh3");
+  p.name = "caf\xc3\xa9";
+  CHECK_NOTHROW(p.validate());
+  for (const char* bad : {"\xff", "\xc0\xaf", "\xed\xa0\x80", "a\xe2\x82"}) {
+    p.name = bad;
+    CHECK_THROWS_WITH(p.validate(), Catch::Contains("ConvProblem.name: must be UTF-8"));
   }
 }
