@@ -501,6 +501,13 @@ TEST_CASE("autotune db and shards refuse what would lose or corrupt rows") {
             tmp.file("d.sqlite") + "'");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("winners[0].name: control character"));
+  j["winners"][0]["name"] = "ok";
+  j["winners"][0]["algo"] = std::string("cpu.direct\0x", 12);
+  std::ofstream(tmp.file("nul.json")) << j.dump();
+  r = shell(autotune() + "db import '" + tmp.file("nul.json") + "' --into '" +
+            tmp.file("d.sqlite") + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("winners[0].algo: holds a NUL character"));
 
   // A stored winner this build cannot run (edited by hand, or from another build): re-tuned.
   sql(a, "UPDATE winners SET algo = 'cpu.nonesuch'");

@@ -123,6 +123,7 @@ struct Reader {
     std::string s = v.get<std::string>();
     if (non_empty && s.empty()) fail(where + "." + field, "must not be empty");
     if (s.size() > 4096) fail(where + "." + field, "longer than 4096 characters");
+    if (s.find('\0') != std::string::npos) fail(where + "." + field, "holds a NUL character");
     return s;
   }
   // A problem key exactly as ConvProblem::key() writes it: a row under any other text could
