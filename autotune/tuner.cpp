@@ -61,8 +61,7 @@ void check_host_memory(const ConvProblem& p, const TuneOptions& o) {
     throw Error(
         "problem: tuning it needs at least " + mib(static_cast<size_t>(need)) +
         " of host memory for its tensors and the reference result they are checked against, "
-        "more than 3/4 of "
-        "this machine's " +
+        "more than 3/4 of this machine's " +
         mib(static_cast<size_t>(have)));
 }
 
@@ -199,23 +198,24 @@ std::vector<PerfCandidate> TuneResult::to_records() const {
   return out;
 }
 
-// Each part of a pattern that names no algorithm is a typo, which would otherwise tune a
-// silently smaller (or empty) set.
-void check_algo_pattern(const std::string& pattern) {
+std::string unknown_algo_pattern_part(const std::string& pattern) {
   std::stringstream ss(pattern);
   for (std::string part; std::getline(ss, part, ',');) {
-    if (part.empty()) continue;
     const auto& all = all_algorithms();
-    if (std::none_of(all.begin(), all.end(),
-                     [&](const Algorithm* a) { return a->id().find(part) != std::string::npos; }))
-      throw Error("algo (TuneOptions::algo_pattern): \"" + part +
-                  "\" is part of no registered algorithm id");
+    if (!part.empty() && std::none_of(all.begin(), all.end(), [&](const Algorithm* a) {
+          return a->id().find(part) != std::string::npos;
+        }))
+      return part;
   }
+  return "";
 }
 
 TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& progress) {
   p.validate();
-  check_algo_pattern(o.algo_pattern);
+  // A typo would otherwise tune a silently smaller (or empty) set.
+  if (std::string part = unknown_algo_pattern_part(o.algo_pattern); !part.empty())
+    throw Error("algo (TuneOptions::algo_pattern): \"" + part +
+                "\" is part of no registered algorithm id");
   const auto t0 = Clock::now();
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double, std::milli>(o.budget_ms));

@@ -177,25 +177,16 @@ void bind_quality(Stmt& s, int i, const MeasureQuality& q) {
 }
 
 // Untrusted input: values no convtune writes (text where a number belongs, negative or infinite
-// times, a status or date of another program, bytes that are not UTF-8) would otherwise read as
-// 0 ms winners or break the Python strings. These return "" for a good row, else "<column>:
-// expected ...", the wording of `autotune db import`.
-// Well-formed UTF-8 (utf8_length) without NUL, as Python decodes it.
-bool utf8(const std::string& t) {
-  for (size_t i = 0; i < t.size();) {
-    const int n = utf8_length(t, i);
-    if (n == 0 || t[i] == '\0') return false;
-    i += n;
-  }
-  return true;
-}
-
+// times, a status or date of another program, bytes that are not UTF-8 as Python decodes them)
+// would otherwise read as 0 ms winners or break the Python strings. These return "" for a good
+// row, else "<column>: expected ...", the wording of `autotune db import`.
 std::string bad_text(const Stmt& s, int col, const char* name, bool non_empty) {
   if (s.type(col) != SQLITE_TEXT) return std::string(name) + ": expected a string";
   const std::string t = s.text(col);
   if (non_empty && t.empty()) return std::string(name) + ": must not be empty";
   if (t.size() > 4096) return std::string(name) + ": longer than 4096 characters";
-  if (!utf8(t)) return std::string(name) + ": not UTF-8 text";
+  if (utf8_error(t) != std::string::npos || t.find('\0') != std::string::npos)
+    return std::string(name) + ": not UTF-8 text";
   return "";
 }
 

@@ -177,11 +177,8 @@ class DescriptorParser {
   // Names reach Python, JSON and terminals as text: bytes that are not UTF-8 would fail there
   // (UnicodeDecodeError) or print as garbage, far from the file that held them.
   void utf8(const std::string& name, size_t at) const {
-    for (size_t i = 0; i < name.size();) {
-      const int n = utf8_length(name, i);
-      if (n == 0) fail_at(at, "name: not UTF-8 text (byte " + std::to_string(i) + " of the name)");
-      i += n;
-    }
+    if (const size_t i = utf8_error(name); i != std::string_view::npos)
+      fail_at(at, "name: not UTF-8 text (byte " + std::to_string(i) + " of the name)");
   }
 
   // A name is printed into batch files, one descriptor per line: a newline or other control

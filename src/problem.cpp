@@ -83,12 +83,8 @@ void ConvProblem::validate() const {
   if (name.size() > 4096)
     bad("name", "must be at most 4096 bytes", static_cast<int64_t>(name.size()));
   // Names reach Python, JSON and the perf database as text.
-  for (size_t i = 0; i < name.size();) {
-    const int n = utf8_length(name, i);
-    if (n == 0 || name[i] == '\0')
-      bad("name", "must be UTF-8 text; byte at", static_cast<int64_t>(i));
-    i += n;
-  }
+  if (const size_t i = std::min(utf8_error(name), name.find('\0')); i != std::string::npos)
+    bad("name", "must be UTF-8 text; byte at", static_cast<int64_t>(i));
   if (C % groups != 0) bad("C", "must be divisible by groups (" + std::to_string(groups) + ")", C);
   if (K % groups != 0) bad("K", "must be divisible by groups (" + std::to_string(groups) + ")", K);
   if (H + pad_top + pad_bottom < extent(R, dilation_h))

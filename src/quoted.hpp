@@ -28,6 +28,17 @@ inline int utf8_length(std::string_view s, size_t i) {
   return n;
 }
 
+/// Index of the first byte of `s` that does not start a UTF-8 sequence (utf8_length), or npos
+/// when all of `s` is UTF-8.
+inline size_t utf8_error(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const int n = utf8_length(s, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
 /// `s` in double quotes, with control characters, DEL and bytes that are not UTF-8 as \xHH: text
 /// echoed in an error must not move the cursor or start a terminal escape, and must stay valid
 /// UTF-8 for Python's exception message.

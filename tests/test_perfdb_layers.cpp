@@ -117,6 +117,12 @@ void tune_into(const std::string& db_path, const conv::ConvProblem& p) {
   conv::store_result(db, r);
 }
 
+// Writes `j` to the file `json` and runs `autotune db import` of it into `into`.
+Run import_json(const nlohmann::json& j, const std::string& json, const std::string& into) {
+  std::ofstream(json) << j.dump();
+  return shell(autotune() + "db import '" + json + "' --into '" + into + "'");
+}
+
 // best_forward in db_only mode: answers from a database or throws, never tunes.
 conv::ForwardResult stored_answer(const conv::ConvProblem& p, const std::string& user_db,
                                   conv::FindMode mode = conv::FindMode::db_only) {
@@ -336,9 +342,7 @@ TEST_CASE("autotune db: export and import round-trip every row, check, merge ref
   // A hand-edited export: the bad entry and field are named, nothing is written.
   auto j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
   j["candidates"][1]["median_ms"] = "fast";
-  std::ofstream(tmp.file("bad.json")) << j.dump();
-  r = shell(autotune() + "db import '" + tmp.file("bad.json") + "' --into '" +
-            tmp.file("d.sqlite") + "'");
+  r = import_json(j, tmp.file("bad.json"), tmp.file("d.sqlite"));
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("candidates[1].median_ms: expected a number"));
   CHECK_FALSE(fs::exists(tmp.file("d.sqlite")));
@@ -346,9 +350,7 @@ TEST_CASE("autotune db: export and import round-trip every row, check, merge ref
   for (const char* key : {"mb0ic3", "mb1ic3ih16oc8kh3"}) {
     j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
     j["winners"][0]["key"] = key;
-    std::ofstream(tmp.file("bad.json")) << j.dump();
-    r = shell(autotune() + "db import '" + tmp.file("bad.json") + "' --into '" +
-              tmp.file("d.sqlite") + "'");
+    r = import_json(j, tmp.file("bad.json"), tmp.file("d.sqlite"));
     INFO(r.out);
     CHECK(r.code == 2);
     CHECK_THAT(r.out, Catch::Contains("winners[0].key: "));
@@ -488,24 +490,18 @@ TEST_CASE("autotune db and shards refuse what would lose or corrupt rows") {
   r = shell(autotune() + "db export '" + a + "' > '" + tmp.file("a.json") + "'");
   auto j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
   j["winners"].push_back(j["winners"][0]);
-  std::ofstream(tmp.file("dup.json")) << j.dump();
-  r = shell(autotune() + "db import '" + tmp.file("dup.json") + "' --into '" +
-            tmp.file("d.sqlite") + "'");
+  r = import_json(j, tmp.file("dup.json"), tmp.file("d.sqlite"));
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("the same row as entry 0"));
   // A name with a control character, which no descriptor can carry: refused, naming it.
   j["winners"].erase(j["winners"].size() - 1);
   j["winners"][0]["name"] = "a\nb";
-  std::ofstream(tmp.file("ctl.json")) << j.dump();
-  r = shell(autotune() + "db import '" + tmp.file("ctl.json") + "' --into '" +
-            tmp.file("d.sqlite") + "'");
+  r = import_json(j, tmp.file("ctl.json"), tmp.file("d.sqlite"));
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("winners[0].name: control character"));
   j["winners"][0]["name"] = "ok";
   j["winners"][0]["algo"] = std::string("cpu.direct\0x", 12);
-  std::ofstream(tmp.file("nul.json")) << j.dump();
-  r = shell(autotune() + "db import '" + tmp.file("nul.json") + "' --into '" +
-            tmp.file("d.sqlite") + "'");
+  r = import_json(j, tmp.file("nul.json"), tmp.file("d.sqlite"));
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("winners[0].algo: holds a NUL character"));
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "options.hpp"
+#include "quoted.hpp"
 #include "report.hpp"
 
 namespace conv::cli {
@@ -218,8 +219,8 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     row.path = path == "packed" ? conv::ExecPath::packed : conv::ExecPath::oneshot;
     row.winner.name = r.text(o, w, "name", false);
     // As the descriptor parser: a name is printed one descriptor per line into batch files.
-    for (unsigned char c : row.winner.name)
-      if (c < 0x20 || c == 0x7f) r.fail(w + ".name", "control character (not allowed in names)");
+    for (char c : row.winner.name)
+      if (conv::is_control(c)) r.fail(w + ".name", "control character (not allowed in names)");
     row.winner.algo_id = r.text(o, w, "algo");
     row.winner.config = r.text(o, w, "config", false);
     row.winner.median_ms = r.num(o, w, "median_ms", false);

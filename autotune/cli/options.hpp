@@ -157,14 +157,8 @@ struct TuneArgs {
   }
   // A pattern part that names no registered algorithm is a typo, not an empty search.
   void check_algo_pattern() const {
-    std::stringstream ss(algo);
-    for (std::string part; std::getline(ss, part, ',');) {
-      const auto& all = conv::all_algorithms();
-      if (!part.empty() && std::none_of(all.begin(), all.end(), [&](const conv::Algorithm* a) {
-            return a->id().find(part) != std::string_view::npos;
-          }))
-        throw UsageError("--algo: \"" + part + "\" matches no registered algorithm");
-    }
+    if (std::string part = conv::unknown_algo_pattern_part(algo); !part.empty())
+      throw UsageError("--algo: \"" + part + "\" matches no registered algorithm");
   }
   conv::TuneOptions options(const Common& c, const conv::Device& d) const {
     check_algo_pattern();

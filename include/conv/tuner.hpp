@@ -61,6 +61,11 @@ class MeasureEnv {
 /// round is flagged noisy (MeasureQuality), and so is a winner that a noisy candidate could
 /// have beaten, judging by the candidate's lower bound (its rounds minus the time its threads
 /// waited for a CPU).
+/// The first comma-separated part of an algorithm pattern (TuneOptions::algo_pattern) that is
+/// part of no registered algorithm id, CONVTUNE_DISABLE'd ones included, or "" when there is
+/// none. tune() throws conv::Error naming it.
+std::string unknown_algo_pattern_part(const std::string& pattern);
+
 struct TuneOptions {
   Device device = Device::cpu();
   int threads = 0;            ///< 0 = OpenMP default
