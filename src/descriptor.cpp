@@ -300,7 +300,10 @@ ConvProblem parse_descriptor(std::string_view text) {
     p.validate();
   } catch (const Error& e) {
     const FieldName* f = field_of_error(e.what());
-    parser.fail((f ? quoted(f->token) + ": " : std::string()) + e.what());
+    // benchdnn's dh/dw count the gaps between taps: the dilation the error names is dh + 1.
+    const bool dilation = f && f->token[0] == 'd';
+    parser.fail((f ? quoted(f->token) + ": " : std::string()) + e.what() +
+                (dilation ? " (" + quoted(f->token) + " is the dilation minus 1)" : ""));
   }
   return p;
 }
@@ -453,7 +456,8 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
     }
   };
   while (std::getline(in, line)) {
-    ++lineno;
+    // Editors on Windows start UTF-8 files with a byte order mark, which is no part of a word.
+    if (++lineno == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     for (const std::string& w : split_words(line)) {
       std::string word = w;
       int at = lineno;

@@ -446,6 +446,10 @@ TEST_CASE("descriptor errors: validate() failures name the token and the field")
       // Overflowing sizes blame their largest factor's token.
       {"mb1ic3ih32oc8kh3ph1000000000", "\"ph\": ConvProblem.pad_top: y byte size"},
       {"mb1ic3ih2147483647oc8kh3", "\"ih\": ConvProblem.H: x byte size"},
+      // The error names the dilation (dh + 1) and says how the token relates to it.
+      {"mb1ic3ih32oc8kh3dh2147483648",
+       "\"dh\": ConvProblem.dilation_h: must be <= 2^31, got 2147483649 (\"dh\" is the dilation "
+       "minus 1)"},
   };
   for (const auto& [text, message] : cases) {
     INFO(text);
@@ -487,6 +491,16 @@ TEST_CASE("read_batch_file: comments, blank lines, several words, continuation")
   CHECK(ps[4].name == "five");
   CHECK(ps[4].H == 8);
   CHECK(ps[4].K == 2);
+}
+
+TEST_CASE("read_batch_file: a UTF-8 byte order mark starts the file, nowhere else") {
+  TempFile bom("\xEF\xBB\xBFmb1ic3ih5oc2kh3n\"one\"\nmb1ic3ih6oc2kh3\n");
+  const auto ps = conv::read_batch_file(bom.path());
+  REQUIRE(ps.size() == 2);
+  CHECK(ps[0].name == "one");
+  CHECK(ps[1].H == 6);
+  TempFile later("mb1ic3ih5oc2kh3\n\xEF\xBB\xBFmb1ic3ih6oc2kh3\n");
+  CHECK_THROWS_WITH(conv::read_batch_file(later.path()), Contains(":2: descriptor"));
 }
 
 TEST_CASE("read_batch_file: benchdnn options") {

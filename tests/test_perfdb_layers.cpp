@@ -318,6 +318,14 @@ TEST_CASE("autotune db: export and import round-trip every row, check, merge ref
     CHECK(ra.candidates[i].candidate.median_ms == rb.candidates[i].candidate.median_ms);
     CHECK(ra.candidates[i].candidate.algo_version == rb.candidates[i].candidate.algo_version);
     CHECK(ra.candidates[i].candidate.quality.rounds == rb.candidates[i].candidate.quality.rounds);
+    CHECK(ra.candidates[i].candidate.workspace_bytes == rb.candidates[i].candidate.workspace_bytes);
+  }
+  // Byte counts are JSON integers (14784, not 14784.0) for tools that read the export typed.
+  {
+    std::ifstream in(tmp.file("a.json"));
+    const auto j = nlohmann::json::parse(in);
+    REQUIRE(j.at("candidates").size() == ra.candidates.size());
+    for (const auto& c : j.at("candidates")) CHECK(c.at("workspace_bytes").is_number_unsigned());
   }
   // CSV: a header and one line per candidate.
   r = shell(autotune() + "db export --csv '" + a + "' | wc -l");
@@ -428,11 +436,13 @@ TEST_CASE("sharded tuning: Slurm and Kubernetes shards, merged, equal an unshard
   CHECK_THAT(r.out, Catch::Contains("layer"));
   CHECK_THAT(r.out, Catch::Contains("measurement"));
 
-  // Bad shard specifications name the flag or the variable.
-  r = shell(autotune() + "tune --batch '" + batch + "' --shard 3/3 --db '" + tmp.file("x.sqlite") +
-            "'");
-  CHECK(r.code == 2);
-  CHECK_THAT(r.out, Catch::Contains("--shard"));
+  // Bad shard specifications name the flag or the variable; an empty one is not "no shard".
+  for (const char* bad : {"3/3", "''"}) {
+    r = shell(autotune() + "tune --batch '" + batch + "' --shard " + bad + " --db '" +
+              tmp.file("x.sqlite") + "'");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("--shard"));
+  }
   r = shell("JOB_COMPLETION_INDEX=1 " + autotune() + "tune --batch '" + batch +
             "' --shard auto --db '" + tmp.file("x.sqlite") + "'");
   CHECK(r.code == 2);

@@ -23,6 +23,12 @@ Json number(double v) {
   return v >= 0 ? Json(v) : Json(nullptr);
 }
 
+// A byte count as an integer where it is one (every count this build stores), so that tools
+// reading the export as typed JSON get 14784 rather than 14784.0.
+Json bytes(double v) {
+  return v == std::floor(v) && v <= 0x1p53 ? Json(static_cast<uint64_t>(v)) : Json(v);
+}
+
 Json export_json(const conv::PerfDb& db) {
   const auto rows = db.rows();
   Json j = {{"format", "convtune perfdb export"},
@@ -58,7 +64,7 @@ Json export_json(const conv::PerfDb& db) {
                                {"packed_median_ms", number(c.packed_median_ms)},
                                {"packed_min_ms", number(c.packed_min_ms)},
                                {"max_error", number(c.max_error)},
-                               {"workspace_bytes", c.workspace_bytes},
+                               {"workspace_bytes", bytes(c.workspace_bytes)},
                                {"message", c.message},
                                {"quality", to_json(c.quality)},
                                {"date", c.date},

@@ -141,7 +141,10 @@ struct TuneArgs {
                     "tune only shard I of N of the distinct problems (\"I/N\", 0 <= I < N), or "
                     "\"auto\": from a Slurm job array (SLURM_ARRAY_TASK_ID, "
                     "SLURM_ARRAY_TASK_COUNT) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, "
-                    "CONVTUNE_SHARD_COUNT)");
+                    "CONVTUNE_SHARD_COUNT)")
+        ->check([](const std::string& v) {
+          return v.empty() ? "--shard: expected I/N with 0 <= I < N, or auto, got \"\"" : "";
+        });
   }
   // CLI11's Range lets NaN through.
   static CLI::Validator finite() {

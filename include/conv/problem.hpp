@@ -96,7 +96,8 @@ ConvProblem parse_descriptor(std::string_view text);
 /// canonical: equal problems with equal names print equal text.
 std::string to_descriptor(const ConvProblem& p);
 
-/// Reads a benchdnn batch file: whitespace-separated words, one or more per line. A word is a
+/// Reads a benchdnn batch file: whitespace-separated words, one or more per line (a UTF-8 byte
+/// order mark at the start of the file is skipped). A word is a
 /// descriptor (parse_descriptor) or a benchdnn option. `#` outside a quoted name starts a comment
 /// to the end of the line; blank lines are skipped; a word ending in `\` continues with the next
 /// word (benchdnn). Options: `--mb=N` sets the batch of the following descriptors (N = 0: as

@@ -22,7 +22,8 @@ const char* kPlanDoc = R"(A convolution chosen once and run many times (conv::Pl
 Plan(problem=None, *, algo=None, config="", threads=0, perfdb=None, find_mode=None, **fields)
 
 problem: a convtune.Problem or a benchdnn descriptor string; or pass the Problem keyword fields
-(N=, C=, H=, W=, K=, R=, S=, stride=, padding=, dilation=, groups=, name=) instead.
+(N=, C=, H=, W=, K=, R=, S=, stride=, padding=, dilation=, groups=, name=) instead. One of the
+two is required (convtune.Error naming "problem" otherwise).
 Without algo, the algorithm is chosen like conv2d does, but for the Plan path (its own winner
 in the perf database, timed with packed weights; may tune on a miss, with the GIL released).
 algo/config: run this algorithm id (e.g. "cpu.im2col_gemm") and config (e.g. "m4"; "" = the
@@ -120,6 +121,12 @@ void bind_plan(nb::module_& m) {
               if (nb::len(fields) > 0)
                 throw conv::Error("Plan: pass a problem or keyword fields (N, C, ...), not both");
               p = to_problem(problem);
+            } else if (nb::len(fields) == 0) {
+              // Problem()'s defaults describe no real layer: tuning them would only hide the
+              // missing argument.
+              throw conv::Error(
+                  "problem: Plan needs a convtune.Problem, a descriptor string or the Problem "
+                  "keyword fields (N=, C=, H=, W=, K=, R=, S=, ...)");
             } else {
               p = nb::cast<conv::ConvProblem>(nb::type<conv::ConvProblem>()(**fields));
             }
