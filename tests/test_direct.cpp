@@ -13,6 +13,7 @@
 #include "conv/device.hpp"
 #include "conv/error.hpp"
 #include "cpu/direct.hpp"
+#include "cpu/direct_kvec.hpp"
 #include "cpu/direct_view.hpp"
 #include "support.hpp"
 
@@ -435,6 +436,66 @@ TEST_CASE("cpu.direct_kvec: runs of blocks summed in one tile, every block size 
       }
   }
   CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked >= 56));
+}
+
+TEST_CASE("cpu.direct_kvec: nChw8c views, every block size, 1 to 5 threads") {
+  // The nChw8c copy of the stride-phase view (8x8 transposes, scalar edges and padding, row
+  // bands per thread) and the kernels summing blocks of 8 channels per tap: strides 2 and 4, and
+  // different per dimension, asymmetric and large padding, dilation, rows narrower than a
+  // transpose, groups of 8 and 16 channels, K tails, AVX2 reduction chunks (208 channels), wide
+  // and rows modes, batch 2; packed and one-shot weights.
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct_kvec");
+  const std::vector<std::string> descriptors = {
+      "mb1ic16ih21iw23oc40kh3kw3sh2sw2ph1pw1n\"nchw8c:s2\"",
+      "mb2ic8ih27iw27oc24kh5kw5sh4sw4ph2pw2n\"nchw8c:s4_batch2\"",
+      "mb1ic24ih13iw30oc37kh3kw3sh1sw2ph0pw1oh11ow15n\"nchw8c:sw2_asym\"",
+      "mb1ic8ih31iw6oc16kh3kw3sh2sw1ph3pw3n\"nchw8c:sh2_narrow_pad3\"",
+      "mb1ic16ih25iw25oc32kh3kw3sh2sw2ph2pw2dh1dw1n\"nchw8c:dilated\"",
+      "g2mb1ic32ih15iw15oc48kh3kw3sh2sw2ph1pw1n\"nchw8c:grouped\"",
+      "mb1ic208ih14iw14oc40kh3kw3sh2sw2ph1pw1n\"nchw8c:chunks\"",
+  };
+  std::vector<std::string> names = {"oc8_nchw8c", "oc16_nchw8c", "oc24_nchw8c", "oc32_nchw8c",
+                                    "oc16_whole_nchw8c"};
+  if (conv::cpu_isa() == conv::CpuIsa::avx512)
+    names.insert(names.end(), {"oc16_avx512_nchw8c", "oc32_avx512_nchw8c", "oc48_avx512_nchw8c",
+                               "oc64_avx512_nchw8c"});
+  if (conv::cpu_isa() == conv::CpuIsa::scalar) names.clear();
+  const auto has_nchw8c = [&](const std::string& d) {
+    const auto c = algo.configs(conv::parse_descriptor(d));
+    return std::any_of(c.begin(), c.end(),
+                       [](const std::string& n) { return n.find("_nchw8c") != std::string::npos; });
+  };
+  int checked = 0;
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    const conv::ConvProblem p = conv::parse_descriptor(descriptors[i]);
+    convtest::ReferenceCase ref(p, 1600 + i);
+    // Offered for these strided problems, on any CPU the kernel runs on.
+    CHECK((names.empty() || has_nchw8c(descriptors[i])));
+    for (const std::string& config : names)
+      for (int threads : {1, 2, 3, 5}) {
+        const bool packed = threads == 3;
+        const auto r = ref.check(algo, config, packed, threads);
+        INFO(label(p, config, packed, r) + ", threads " + std::to_string(threads));
+        CHECK(r.nonfinite == 0);
+        CHECK(r.max_error <= r.bound);
+        ++checked;
+      }
+  }
+  CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked >= 7 * 5 * 4));
+  // Not offered at stride 1 (measured slower there) nor without whole blocks of 8 channels;
+  // asked for anyway where it cannot run, a config error.
+  CHECK_FALSE(has_nchw8c("mb1ic16ih14oc32kh3ph1"));
+  CHECK_FALSE(has_nchw8c("mb1ic12ih14oc32kh3sh2ph1"));
+  CHECK_FALSE(has_nchw8c("mb1ic16ih14oc32kh1sh2"));
+  for (const char* d : {"mb1ic12ih14oc32kh3sh2ph1", "mb1ic16ih14oc32kh1sh2"}) {
+    if (conv::cpu_isa() == conv::CpuIsa::scalar) break;
+    const conv::ConvProblem p = conv::parse_descriptor(d);
+    INFO(d);
+    CHECK_THROWS_WITH(algo.workspace_bytes(p, "oc16_nchw8c"),
+                      Catch::Contains("config: cpu.direct_kvec oc16_nchw8c needs"));
+  }
+  CHECK_THROWS_WITH(conv::kernels::direct::parse_kvec_config("oc16_aligned_nchw8c"),
+                    Catch::Contains("has no config"));
 }
 
 TEST_CASE("cpu.direct: 1x1 inputs read in place at any float offset within a vector") {

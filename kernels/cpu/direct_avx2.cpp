@@ -62,17 +62,17 @@ BlockFn avx2_block(int oc, int vecs, bool one_tap) {
   }
 }
 
-KvecFn avx2_kvec(int kb, int nw, bool one_tap) {
+KvecFn avx2_kvec(int kb, int nw, KvecWalk walk) {
   // kb*nw <= 14 accumulators, min(kb, nw) held operands and one more fit 16 ymm.
   switch (kb) {
     case 1:
-      return kvec_pick<Ymm, 1>(nw, one_tap, std::make_integer_sequence<int, 14>{});
+      return kvec_pick<Ymm, 1>(nw, walk, std::make_integer_sequence<int, 14>{});
     case 2:
-      return kvec_pick<Ymm, 2>(nw, one_tap, std::make_integer_sequence<int, 6>{});
+      return kvec_pick<Ymm, 2>(nw, walk, std::make_integer_sequence<int, 6>{});
     case 3:
-      return kvec_pick<Ymm, 3>(nw, one_tap, std::make_integer_sequence<int, 4>{});
+      return kvec_pick<Ymm, 3>(nw, walk, std::make_integer_sequence<int, 4>{});
     case 4:
-      return kvec_pick<Ymm, 4>(nw, one_tap, std::make_integer_sequence<int, 3>{});
+      return kvec_pick<Ymm, 4>(nw, walk, std::make_integer_sequence<int, 3>{});
     default:
       return nullptr;
   }
@@ -236,6 +236,57 @@ void pack_panel_avx2(const float* src, int64_t stride, int64_t rows, int64_t n, 
     }
     for (; i < used; i += 8) _mm256_storeu_ps(d + i, _mm256_setzero_ps());
   }
+}
+
+void copy_view_rows_nchw8c(const ConvProblem& p, const Geometry& g, const float* x, float* v,
+                           int64_t cb, int64_t lo, int64_t hi) {
+  const int64_t HW = p.H * p.W, sw = p.stride_w, cols = g.Pw * g.Wq;
+  const int64_t phase_floats = g.Hq * g.Wq * 8;
+  const float* xc = x + cb * 8 * HW;
+  float* vc = v + cb * g.plane;
+  const __m256 zero = _mm256_setzero_ps();
+  for (int64_t hq = lo; hq < hi; ++hq)
+    for (int64_t qh = 0; qh < g.Ph; ++qh) {
+      // Padded column wp is column wp / sw of column phase wp % sw: `at` walks them in order.
+      float* const d0 = vc + qh * g.Pw * phase_floats + hq * g.Wq * 8;
+      int64_t qw = 0;
+      float* col = d0;  // column 0 of phase 0
+      auto next = [&] {
+        if (++qw < sw) {
+          col += phase_floats;
+        } else {
+          qw = 0;
+          col += 8 - (sw - 1) * phase_floats;
+        }
+      };
+      const int64_t ih = hq * p.stride_h + qh - p.pad_top;
+      if (ih < 0 || ih >= p.H) {
+        for (int64_t wp = 0; wp < cols; ++wp, next()) _mm256_storeu_ps(col, zero);
+        continue;
+      }
+      const float* row = xc + ih * p.W;
+      for (int64_t wp = 0; wp < cols;) {
+        const int64_t iw = wp - p.pad_left;
+        if (iw >= 0 && iw + 8 <= p.W) {
+          // Eight positions of the 8 channels at once.
+          __m256 r[8];
+          for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(row + i * HW + iw);
+          transpose8x8_avx(r);
+          for (int i = 0; i < 8; ++i, next()) _mm256_storeu_ps(col, r[i]);
+          wp += 8;
+          continue;
+        }
+        if (iw >= 0 && iw < p.W) {
+          alignas(32) float t[8];
+          for (int i = 0; i < 8; ++i) t[i] = row[i * HW + iw];
+          _mm256_storeu_ps(col, _mm256_load_ps(t));
+        } else {
+          _mm256_storeu_ps(col, zero);
+        }
+        ++wp;
+        next();
+      }
+    }
 }
 
 void phase_rows_avx2(const float* src, int64_t W, int64_t first, int step, float* d0,

@@ -88,17 +88,17 @@ BlockFn avx512_block(int oc, int vecs, bool one_tap) {
   }
 }
 
-KvecFn avx512_kvec(int kb, int nw, bool one_tap) {
+KvecFn avx512_kvec(int kb, int nw, KvecWalk walk) {
   // kb*nw <= 28 accumulators, kb weight vectors and a broadcast fit 32 zmm.
   switch (kb) {
     case 1:
-      return kvec_pick<Zmm, 1>(nw, one_tap, std::make_integer_sequence<int, 28>{});
+      return kvec_pick<Zmm, 1>(nw, walk, std::make_integer_sequence<int, 28>{});
     case 2:
-      return kvec_pick<Zmm, 2>(nw, one_tap, std::make_integer_sequence<int, 14>{});
+      return kvec_pick<Zmm, 2>(nw, walk, std::make_integer_sequence<int, 14>{});
     case 3:
-      return kvec_pick<Zmm, 3>(nw, one_tap, std::make_integer_sequence<int, 9>{});
+      return kvec_pick<Zmm, 3>(nw, walk, std::make_integer_sequence<int, 9>{});
     case 4:
-      return kvec_pick<Zmm, 4>(nw, one_tap, std::make_integer_sequence<int, 6>{});
+      return kvec_pick<Zmm, 4>(nw, walk, std::make_integer_sequence<int, 6>{});
     default:
       return nullptr;
   }

@@ -11,6 +11,12 @@
 // stride phases, or in place), so a block's positions are consecutive floats. Blocks are runs
 // of one output row split evenly (rows), of the flattened plane (1x1), or of whole view rows
 // including the Wq - OW unused columns per row (wide, when that needs fewer blocks, e.g. 7x7).
+// "_nchw8c" configs copy the view in nChw8c order instead (oneDNN's blocked layout: a view plane
+// per 8 channels, each position's 8 channels consecutive): a block's positions x 8 channels of
+// one tap are then a few contiguous cache lines where the planar view spreads them over 8 planes
+// and stride phases (2 threads, resnet50 res3_3x3_s2: AVX2 cap `oc32` 1.44-1.52 -> 1.36-1.37
+// ms, the copy about as costly; AVX-512 likewise). Such a kernel sums blocks of 8 channels per
+// tap, over weights packed [g][K/g/(kb*lanes)][C/g/8][R*S][8][kb*lanes].
 // Weights are packed [g][K/g/(kb*lanes)][C/g][R*S][kb*lanes] (oneDNN's OIhw16o blocking, the last
 // block zero-filled): by a Plan once, or per call into the workspace (for one image, unless
 // output-channel blocks run innermost, each thread packs the blocks of its own tasks into its
@@ -130,15 +136,22 @@ struct Layout {
   int64_t chunk = 0;    // input channels per reduction chunk
   int64_t n_steps = 0;  // entries of the step table (KvecCommon::step_x), 0 for none
   int64_t kbl = 0, nkb = 0;
+  bool nchw8c = false;       // weights [C/g/8][R*S][8][kbl], for the nChw8c view
   int64_t block_floats = 0;  // packed weights of one output-channel block: C/g*R*S*kbl
   size_t packed_floats = 0, bias_floats = 0;
 };
 
 Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
+  if (c.nchw8c && (p.R * p.S == 1 || p.Cg() % 8 != 0))
+    throw Error("config: cpu.direct_kvec " + c.name() +
+                " needs a kernel larger than 1x1 and C/groups a multiple of 8, got " +
+                std::to_string(p.R) + "x" + std::to_string(p.S) + " and C/groups " +
+                std::to_string(p.Cg()));
   Layout l;
-  l.g = make_geometry(p, c.lanes(), 0, c.aligned);
+  l.g = make_geometry(p, c.lanes(), 0, c.aligned, c.nchw8c ? 8 : 1);
   l.b = make_blocking(l.g, c.max_nw());
   l.kbl = c.kb * c.lanes();
+  l.nchw8c = c.nchw8c;
   l.nkb = ceil_div(p.Kg(), l.kbl);
   l.block_floats = p.Cg() * p.R * p.S * l.kbl;
   l.packed_floats = static_cast<size_t>(p.groups * l.nkb * l.block_floats);
@@ -147,7 +160,9 @@ Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
   // kvec_forward).
   const int64_t T = p.R * p.S;
   l.chunk = c.zmm || c.whole ? p.Cg() : std::clamp<int64_t>(kChunkFloats / (T * l.kbl), 1, p.Cg());
-  l.n_steps = step_table_entries(l.g, l.chunk);
+  // nChw8c views sum whole blocks of 8 channels, in nested loops.
+  if (c.nchw8c) l.chunk = std::max<int64_t>(8, l.chunk / 8 * 8);
+  l.n_steps = c.nchw8c ? 0 : step_table_entries(l.g, l.chunk);
   return l;
 }
 
@@ -166,6 +181,18 @@ void pack_block(const ConvProblem& p, const Layout& l, const float* w, int64_t g
   const int64_t grp = gkb / l.nkb, kb = gkb % l.nkb, CT = p.Cg() * p.R * p.S;
   const int64_t k0 = kb * l.kbl;
   const int rows = static_cast<int>(std::min(l.kbl, p.Kg() - k0));
+  if (l.nchw8c) {
+    const int64_t T = p.R * p.S, kbl = l.kbl;
+    const float* src = w + (grp * p.Kg() + k0) * CT;
+    for (int64_t cb = 0; cb < p.Cg() / 8; ++cb)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t i = 0; i < 8; ++i) {
+          float* d = dst + ((cb * T + t) * 8 + i) * kbl;
+          const float* s = src + (cb * 8 + i) * T + t;
+          for (int64_t r = 0; r < kbl; ++r) d[r] = r < rows ? s[r * CT] : 0.0f;
+        }
+    return;
+  }
   kvec_pack_avx2(w + (grp * p.Kg() + k0) * CT, CT, rows, CT, static_cast<int>(l.kbl), dst);
 }
 
@@ -177,21 +204,23 @@ int KvecConfig::max_nw() const {
 
 std::string KvecConfig::name() const {
   return "oc" + std::to_string(kb * lanes()) + (zmm ? "_avx512" : "") +
-         (aligned ? "_aligned" : "") + (whole ? "_whole" : "");
+         (aligned ? "_aligned" : "") + (whole ? "_whole" : "") + (nchw8c ? "_nchw8c" : "");
 }
 
 KvecConfig parse_kvec_config(const std::string& text) {
-  for (int whole = 0; whole < 2; ++whole)
-    for (int aligned = 0; aligned < 2; ++aligned)
-      for (int z = 0; z < 2 - whole; ++z)
-        for (int kb = 1; kb <= 4; ++kb) {
-          const KvecConfig c{kb, z == 1, aligned == 1, whole == 1};
-          if (c.name() == text) return c;
-        }
+  for (int blocked = 0; blocked < 2; ++blocked)
+    for (int whole = 0; whole < 2; ++whole)
+      for (int aligned = 0; aligned < 2 - blocked; ++aligned)
+        for (int z = 0; z < 2 - whole; ++z)
+          for (int kb = 1; kb <= 4; ++kb) {
+            const KvecConfig c{kb, z == 1, aligned == 1, whole == 1, blocked == 1};
+            if (c.name() == text) return c;
+          }
   throw Error(
       "config: cpu.direct_kvec has no config \"" + text +
       "\" (known: oc8, oc16, oc24, oc32, oc16_avx512, oc32_avx512, oc48_avx512, oc64_avx512, "
-      "each also with \"_aligned\", and the AVX2 ones with \"_whole\")");
+      "each also with \"_aligned\" or \"_nchw8c\", and the AVX2 ones with \"_whole\" before "
+      "those)");
 }
 
 namespace {
@@ -214,8 +243,10 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   const Geometry& g = l.g;
   const Blocking& bl = l.b;
   KvecFn fns[33] = {};
+  const KvecWalk walk =
+      g.flat ? KvecWalk::one_tap : (cfg.nchw8c ? KvecWalk::nchw8c : KvecWalk::taps);
   for (int nw = 1; nw <= bl.nw; ++nw) {
-    fns[nw] = cfg.zmm ? avx512_kvec(cfg.kb, nw, g.flat) : avx2_kvec(cfg.kb, nw, g.flat);
+    fns[nw] = cfg.zmm ? avx512_kvec(cfg.kb, nw, walk) : avx2_kvec(cfg.kb, nw, walk);
     if (!fns[nw]) throw Error("config: cpu.direct_kvec " + config + " has no kernel");
   }
 
@@ -230,6 +261,8 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   fill_steps(g, tap, l.n_steps, step_x);
 
   const int64_t Cg = p.Cg(), Kg = p.Kg(), T = p.R * p.S, kbl = l.kbl, L = cfg.lanes();
+  // Channels per view plane and floats per position (8 in nChw8c views, else 1).
+  const int64_t cpl = g.cblock;
   const float* wpk = packed ? static_cast<const float*>(a.packed_weights) : wbuf;
   const int threads = std::max(1, a.threads);
   // One-shot, one image: each thread packs the weight blocks of its own tasks, each just before
@@ -244,7 +277,7 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   // res3_1x1a_first and res4_1x1a_first 8-12% faster, res3_3x3_s2 3% on AVX-512; where the
   // input fits in L2, e.g. mobilenet_v2 pw384_96, or the weights are the bigger operand, as in
   // res4/res5 and alexnet, this order was 10-45% slower).
-  const int64_t group_weight_bytes = 4 * l.nkb * block_floats, input_bytes = 4 * Cg * g.plane;
+  const int64_t group_weight_bytes = 4 * l.nkb * block_floats, input_bytes = 4 * Cg / cpl * g.plane;
   const int64_t half_l2 = l2_cache_bytes() / 2;
   const bool channels_inner = group_weight_bytes <= half_l2 && input_bytes > half_l2 &&
                               input_bytes > 2 * group_weight_bytes;
@@ -262,8 +295,9 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   // 0.80 -> 0.78 ms, resnet50 res5_3x3 `oc32` under the AVX2 cap 1.75 -> 1.69, res5_3x3_s2
   // 1.84 -> 1.76; with the 0.9-1.7 MB views of res3/res4_3x3_s2 prefetching measured up to 17%
   // faster).
-  const bool big_view = 3 * 4 * p.C * g.plane > l2_cache_bytes();
-  common.prefetch_ahead = big_view ? prefetch_ahead(p, g) : 0;
+  const bool big_view = 3 * 4 * p.C / cpl * g.plane > l2_cache_bytes();
+  // nChw8c: the next block of 8 channels.
+  common.prefetch_ahead = !big_view ? 0 : cpl > 1 ? g.plane : prefetch_ahead(p, g);
 
   // A task is a run of adjacent position blocks whose sums share one tile, stored to NCHW at
   // once: 8x8 transposes of whole vectors, not of each block's 4-6 positions, whose partial
@@ -350,16 +384,16 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
             pf_total = (std::min(kbl, Kg - nk0) * Cg * T + 15) / 16;
           }
         }
-        const float* xg = view + grp * Cg * g.plane;
+        const float* xg = view + grp * Cg / cpl * g.plane;
         KvecCommon cc = common;
         for (int64_t c0 = 0; c0 < Cg; c0 += chunk) {
-          cc.channels = std::min(chunk, Cg - c0);
+          cc.channels = std::min(chunk, Cg - c0) / cpl;
           const int64_t per_call = cc.step_x && !g.flat ? cc.channels * T : cc.channels;
           blk.w = wk + c0 * T * kbl;
           blk.bias = c0 == 0 && a.bias ? bias_buf + gkb * kbl : nullptr;
           blk.partial = c0 > 0;
           for (int64_t i = 0; i < nb; ++i) {
-            blk.x = xg + c0 * g.plane + pos[i].x;
+            blk.x = xg + c0 / cpl * g.plane + pos[i].x * cpl;
             blk.tile = tiles + off[i] * L;
             // A kernel call prefetches a line per step of its step table, else per channel.
             if (blk.pf) blk.pf_lines = std::min(per_call, pf_total - pf_done);
@@ -396,6 +430,13 @@ bool little_waste(const ConvProblem& p, const KvecConfig& c) {
   return 4 * (computed - p.Kg()) <= computed;
 }
 
+// nChw8c views for strided kernels larger than 1x1 with whole blocks of 8 channels per group.
+// Stride-1 layers measured 3-25% slower with them (2 threads, AVX2 cap: resnet50 res3_3x3 to
+// res5_3x3, alexnet conv2-5): their planar view's positions are already consecutive.
+bool nchw8c_applies(const ConvProblem& p) {
+  return p.R * p.S > 1 && p.Cg() % 8 == 0 && (p.stride_h > 1 || p.stride_w > 1);
+}
+
 class DirectKvec final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.direct_kvec"; }
@@ -406,7 +447,8 @@ class DirectKvec final : public Algorithm {
   // 6: AVX2 "_whole" configs for kernels larger than 1x1 (same sums).
   // 7: no next-channel prefetches from views within a third of the L2; one-shot blocks prefetch
   // the weights packed next (same sums).
-  std::string version() const override { return "7"; }
+  // 8: "_nchw8c" configs (the other configs' sums unchanged).
+  std::string version() const override { return "8"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 
@@ -439,6 +481,12 @@ class DirectKvec final : public Algorithm {
         KvecConfig w = c;
         w.whole = true;
         if (little_waste(p, c) && make_layout(p, c).chunk < p.Cg()) out.push_back(w.name());
+      }
+    if (nchw8c_applies(p))
+      for (const KvecConfig& c : all) {
+        KvecConfig b = c;
+        b.nchw8c = true;
+        if (little_waste(p, c)) out.push_back(b.name());
       }
     // As cpu.direct: in place or aligned copies of 1x1 planes is the tuner's choice.
     append_aligned_configs(p, z ? 16 : 8, &out);

@@ -14,12 +14,14 @@ namespace conv::kernels::direct {
 /// A "_aligned" suffix reads a 1x1 input from cache-line-aligned plane copies instead of in
 /// place (direct_view.hpp: aligned_copy_optional). A "_whole" suffix (AVX2, kernels larger than
 /// 1x1) sums all C/g input channels in one pass per block instead of in chunks whose weights stay
-/// in L1.
+/// in L1. A "_nchw8c" suffix (kernels larger than 1x1, C/g a multiple of 8) reads the input from
+/// an nChw8c copy of the stride-phase view (oneDNN's blocked layout) instead of a planar one.
 struct KvecConfig {
   int kb = 2;
   bool zmm = false;
   bool aligned = false;
   bool whole = false;
+  bool nchw8c = false;
   int lanes() const { return zmm ? 16 : 8; }
   /// Positions per block: accumulators kb*nw, min(kb, nw) held operands and one more fit the
   /// register file (16 ymm or 32 zmm).
@@ -63,11 +65,17 @@ struct KvecBlock {
 
 using KvecFn = void (*)(const KvecCommon&, const KvecBlock&);
 
-/// The AVX2/FMA kernel for kb vectors x nw positions (1 <= nw <= max_nw), specialised for one
-/// tap (1x1) when `one_tap`; null when not instantiated. Only call on a CPU with AVX2 and FMA.
-KvecFn avx2_kvec(int kb, int nw, bool one_tap);
+/// How a kernel walks a block's reduction: (channel, tap) steps of a planar view (the step table
+/// or nested loops), one tap per channel (1x1), or (block of 8 channels, tap) steps of an nChw8c
+/// view, whose positions are 8 floats apart and whose 8 channels of a position are consecutive
+/// (KvecCommon::channels then counts blocks of 8 and x_channel_stride is the block's plane).
+enum class KvecWalk { taps, one_tap, nchw8c };
+
+/// The AVX2/FMA kernel for kb vectors x nw positions (1 <= nw <= max_nw) and one walk; null
+/// when not instantiated. Only call on a CPU with AVX2 and FMA.
+KvecFn avx2_kvec(int kb, int nw, KvecWalk walk);
 /// The AVX-512 kernel, likewise; only call on a CPU with AVX-512F/BW/VL.
-KvecFn avx512_kvec(int kb, int nw, bool one_tap);
+KvecFn avx512_kvec(int kb, int nw, KvecWalk walk);
 
 /// Stores a tile of n consecutive positions (KvecBlock's layout, `slab` floats between vectors of
 /// `lanes` channels) to NCHW: y[k * y_stride + j] = the sum of channel k (< kvalid) at position

@@ -23,12 +23,13 @@ namespace conv::kernels::direct {
 // The smaller operand set is held for the step (KB weight vectors or NW broadcasts, as
 // oneDNN's jit_avx2_conv holds ur_w broadcasts for 4 ymm of channels), so KB*NW + min(KB, NW)
 // + 1 registers suffice.
-template <class V, int KB, int NW>
+// Position j's input is x[j * PS]: PS = 1 in planar views, 8 in nChw8c views.
+template <class V, int KB, int NW, int PS = 1>
 inline void kvec_step(typename V::reg (&acc)[KB][NW], const float* x, const float* w) {
   using R = typename V::reg;
   if constexpr (KB > NW) {
     R xb[NW];
-    CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) xb[j] = V::broadcast(x + j);
+    CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) xb[j] = V::broadcast(x + j * PS);
     CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) {
       const R wv = V::loadu(w + k * V::lanes);
       CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) acc[k][j] = V::fmadd(wv, xb[j], acc[k][j]);
@@ -37,14 +38,15 @@ inline void kvec_step(typename V::reg (&acc)[KB][NW], const float* x, const floa
     R wv[KB];
     CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) wv[k] = V::loadu(w + k * V::lanes);
     CONVTUNE_UNROLL for (int j = 0; j < NW; ++j) {
-      const R xb = V::broadcast(x + j);
+      const R xb = V::broadcast(x + j * PS);
       CONVTUNE_UNROLL for (int k = 0; k < KB; ++k) acc[k][j] = V::fmadd(wv[k], xb, acc[k][j]);
     }
   }
 }
 
-template <class V, int KB, int NW, bool ONE_TAP>
+template <class V, int KB, int NW, KvecWalk WALK>
 void kvec_block(const KvecCommon& c, const KvecBlock& b) {
+  constexpr bool ONE_TAP = WALK == KvecWalk::one_tap;
   using R = typename V::reg;
   constexpr int L = V::lanes;
   R acc[KB][NW];
@@ -69,6 +71,25 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
     for (int64_t ch = 0; ch < channels; ++ch, x += xcs, w += KB * L) {
       fetch(ch);
       kvec_step<V, KB, NW>(acc, x, w);
+    }
+  } else if constexpr (WALK == KvecWalk::nchw8c) {
+    // `channels` blocks of 8: per tap, the 8 channels of a position are consecutive floats, so
+    // a block's NW positions x 8 channels are NW*32 contiguous bytes (stride phases apart)
+    // where the planar view reads 8 planes. Weights [block][tap][8][KB*L].
+    const int64_t taps = c.taps;
+    const int64_t* tap = c.tap;
+    for (int64_t cb = 0; cb < channels; ++cb, x += xcs) {
+      fetch(cb);
+      for (int64_t t = 0; t < taps; ++t, w += 8 * KB * L) {
+        const float* xt = x + tap[t];
+        if (ahead) {
+          _mm_prefetch(reinterpret_cast<const char*>(xt + ahead), _MM_HINT_T0);
+          if constexpr (NW > 2)
+            _mm_prefetch(reinterpret_cast<const char*>(xt + ahead + 8 * NW - 1), _MM_HINT_T0);
+        }
+        CONVTUNE_UNROLL for (int ic = 0; ic < 8; ++ic)
+            kvec_step<V, KB, NW, 8>(acc, xt + ic, w + ic * KB * L);
+      }
     }
   } else if (const int64_t* step_x = c.step_x) {
     // One loop over all (channel, tap) steps, as cpu.direct's (direct_block.hpp).
@@ -107,13 +128,14 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
       V::storeu(b.tile + k * b.slab + j * L, acc[k][j]);
 }
 
-// The kernel for `nw` positions (1..MaxNW) of a KB block, for each tap specialisation.
+// The kernel for `nw` positions (1..MaxNW) of a KB block, for each walk.
 template <class V, int KB, int... I>
-KvecFn kvec_pick(int nw, bool one_tap, std::integer_sequence<int, I...>) {
+KvecFn kvec_pick(int nw, KvecWalk walk, std::integer_sequence<int, I...>) {
   KvecFn fn = nullptr;
-  ((fn = (nw == I + 1)
-             ? (one_tap ? &kvec_block<V, KB, I + 1, true> : &kvec_block<V, KB, I + 1, false>)
-             : fn),
+  ((fn = (nw == I + 1) ? (walk == KvecWalk::one_tap  ? &kvec_block<V, KB, I + 1, KvecWalk::one_tap>
+                          : walk == KvecWalk::nchw8c ? &kvec_block<V, KB, I + 1, KvecWalk::nchw8c>
+                                                     : &kvec_block<V, KB, I + 1, KvecWalk::taps>)
+                       : fn),
    ...);
   return fn;
 }

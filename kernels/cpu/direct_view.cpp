@@ -73,13 +73,14 @@ void append_aligned_configs(const ConvProblem& p, int lanes, std::vector<std::st
   for (size_t i = 0; i < n; ++i) configs->push_back((*configs)[i] + "_aligned");
 }
 
-Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned) {
+Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned, int cblock) {
   Geometry g;
   g.lanes = lanes;
   g.band = band;
+  g.cblock = cblock;
   g.OH = p.OH(), g.OW = p.OW(), g.OHW = g.OH * g.OW;
   g.taps = p.R * p.S;
-  if (p.R == 1 && p.S == 1 && !g.band) {
+  if (p.R == 1 && p.S == 1 && !g.band && cblock == 1) {
     g.flat = true;
     // In place when the plane is the output plane and the shifted last vector stays inside,
     // unless the config asks for aligned planes.
@@ -88,7 +89,7 @@ Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned) 
     g.nvec = ceil_div(g.OHW, lanes);
   } else {
     // A band block's last rows may lie past OH: they read past the view, into zeroed slack.
-    g.copy = g.band || !(unpadded(p) && p.stride_w == 1 && g.OW >= lanes);
+    g.copy = g.band || cblock > 1 || !(unpadded(p) && p.stride_w == 1 && g.OW >= lanes);
     if (g.copy) {
       g.Hp = p.H + p.pad_top + p.pad_bottom;
       g.Wp = p.W + p.pad_left + p.pad_right;
@@ -122,12 +123,14 @@ Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned) 
   if (g.copy) {
     // Channel planes start on cache lines (strided 1x1 planes of 7x7: 1.2-1.8x faster), an odd
     // number of lines apart so that consecutive channels spread over all L1 sets.
-    g.plane_used = g.plane;
-    g.plane = ceil_div(g.plane, 16) * 16;
+    g.plane_used = g.plane * cblock;
+    g.plane = ceil_div(g.plane_used, 16) * 16;
     if (g.plane / 16 % 2 == 0) g.plane += 16;
   }
   g.tap_bytes = round64(static_cast<size_t>(g.taps) * sizeof(int64_t));
-  if (g.copy) g.copy_floats = static_cast<size_t>(p.C * g.plane + kSlack + (g.band + 1) * g.Wq);
+  if (g.copy)
+    g.copy_floats =
+        static_cast<size_t>(p.C / cblock * g.plane + cblock * (kSlack + (g.band + 1) * g.Wq));
   return g;
 }
 
@@ -150,7 +153,7 @@ void fill_taps(const ConvProblem& p, const Geometry& g, int64_t* tap) {
       } else if (!g.flat) {
         off = row * p.W + col;
       }
-      tap[r * p.S + s] = off;
+      tap[r * p.S + s] = off * g.cblock;
     }
 }
 
@@ -161,11 +164,12 @@ void fill_steps(const Geometry& g, const int64_t* tap, int64_t n, int64_t* step_
 
 // Copies image `x` (C x H x W) into the view `v` (direct_view.hpp).
 void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v, bool by_rows) {
+  const int64_t planes = p.C / g.cblock;
 #pragma omp single nowait
   {
-    for (int64_t c = 0; c < p.C; ++c)
+    for (int64_t c = 0; c < planes; ++c)
       std::fill(v + c * g.plane + g.plane_used, v + (c + 1) * g.plane, 0.0f);
-    std::fill(v + p.C * g.plane, v + g.copy_floats, 0.0f);
+    std::fill(v + planes * g.plane, v + g.copy_floats, 0.0f);
   }
   // Calls band(c, lo, hi) for rows [lo, hi) of n of every channel c: the threads share the
   // (channel, row) pairs, or with by_rows each takes its own band of the n rows in every
@@ -173,12 +177,12 @@ void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v
   auto for_rows = [&](int64_t n, auto&& band) {
     if (!by_rows) {
 #pragma omp for schedule(static) collapse(2)
-      for (int64_t c = 0; c < p.C; ++c)
+      for (int64_t c = 0; c < planes; ++c)
         for (int64_t i = 0; i < n; ++i) band(c, i, i + 1);
       return;
     }
     const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
-    for (int64_t c = 0; c < p.C; ++c) band(c, n * tid / nth, n * (tid + 1) / nth);
+    for (int64_t c = 0; c < planes; ++c) band(c, n * tid / nth, n * (tid + 1) / nth);
 #pragma omp barrier
   };
   if (g.flat && dense_1x1(p)) {
@@ -205,6 +209,12 @@ void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v
     return;
   }
   // A band of phase rows hq holds the same band of output rows in every row phase.
+  if (g.cblock > 1) {
+    for_rows(g.Hq, [&](int64_t c, int64_t lo, int64_t hi) {
+      copy_view_rows_nchw8c(p, g, x, v, c, lo, hi);
+    });
+    return;
+  }
   for_rows(g.Hq, [&](int64_t c, int64_t lo, int64_t hi) { copy_view_rows(p, g, x, v, c, lo, hi); });
 }
 

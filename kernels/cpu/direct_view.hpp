@@ -61,6 +61,10 @@ struct Geometry {
   // Flat views read in place: positions before the input's first vector-aligned one, which
   // vector 0 alone covers (set per call from the input's address; 0 otherwise).
   int64_t head = 0;
+  // Channels interleaved per view plane: 1 (planar, NCHW-like), or 8 (nChw8c: a plane holds 8
+  // channels, each position's 8 consecutive; plane, plane_used and tap offsets count floats, the
+  // block positions and row_step count positions, 8 floats each).
+  int cblock = 1;
   int64_t taps = 0;  // steps per channel: R*S, or (R + band - 1)*S in band mode
   size_t tap_bytes = 0, copy_floats = 0;
   size_t band_floats = 0;  // band weights, groups x taps x band (band mode)
@@ -77,8 +81,11 @@ int64_t l2_cache_bytes();
 
 /// The view for vectors of `lanes` positions (8 or 16), in band mode for `band` > 0 rows. With
 /// `aligned`, a 1x1 input that could be read in place is copied into cache-line-aligned planes
-/// (see aligned_copy_optional).
-Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned = false);
+/// (see aligned_copy_optional). With `cblock` 8 (C a multiple of 8, not band mode) the view is
+/// the stride-phase copy in nChw8c order (oneDNN's blocked layout), even where planar views
+/// would read the input in place.
+Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned = false,
+                       int cblock = 1);
 /// A 1x1 problem whose input plane is its output plane (stride 1, no padding).
 bool dense_1x1(const ConvProblem& p);
 /// Whether `aligned` changes the view of `p`: a 1x1, stride 1, unpadded problem whose planes
@@ -129,6 +136,10 @@ void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v
 /// (a rows-mode view: not flat). What copy_view runs per band; the caller synchronises.
 void copy_view_rows(const ConvProblem& p, const Geometry& g, const float* x, float* v, int64_t c,
                     int64_t lo, int64_t hi);
+/// copy_view_rows for an nChw8c view (cblock 8): phase rows [lo, hi) of channel block `cb`, 8x8
+/// AVX transposes (direct_avx2.cpp; needs AVX2).
+void copy_view_rows_nchw8c(const ConvProblem& p, const Geometry& g, const float* x, float* v,
+                           int64_t cb, int64_t lo, int64_t hi);
 /// Copies `rows` rows of `n` floats, `stride` floats apart from `src`, to rows `width` floats
 /// apart at `dst`, zero-filling each from n to `used` (a multiple of 8, at most width); needs
 /// AVX2 (direct_avx2.cpp).
