@@ -196,7 +196,9 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
   if (!found) {
     if (mode == FindMode::db_only)
       throw Error("find_mode db_only: no current perf database entry for " + pkey + " on " +
-                  fingerprint + " in " + db_path + " or the system perf databases");
+                  fingerprint + " in " + db_path +
+                  " or the system perf databases (stale rows and rows that fail validation count "
+                  "as none; `autotune db check` names the latter)");
     if (mode == FindMode::heuristic) {
       choice = heuristic_choice(p, o);
       choice.source = ChoiceSource::heuristic;

@@ -163,6 +163,11 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
     layers.push_back(outcome_from_tune(r));
     if (r.winner < 0) {
       ++no_winner;
+      const bool none_ran = std::all_of(r.candidates.begin(), r.candidates.end(),
+                                        [](const auto& x) { return x.status == "skipped"; });
+      std::cerr << (none_ran ? " (no candidate ran: each was skipped, e.g. over --workspace-limit; "
+                               "`autotune explain` says why)"
+                             : " (no candidate was correct: `autotune explain` shows the errors)");
     } else if (r.complete && !db.read_only()) {
       // The winners as stored, with the date the database gave them.
       layers.back().winner = db.lookup(fingerprint, p.key(), conv::ExecPath::oneshot);

@@ -182,15 +182,24 @@ void pack_block(const ConvProblem& p, const Layout& l, const float* w, int64_t g
   const int64_t k0 = kb * l.kbl;
   const int rows = static_cast<int>(std::min(l.kbl, p.Kg() - k0));
   if (l.nchw8c) {
-    const int64_t T = p.R * p.S, kbl = l.kbl;
+    // Columns (channel block, tap, channel): each row's (channel, tap) columns of a block of 8
+    // channels and up to 16 taps reordered into a small table, which the 8x8 transposes pack
+    // as the planar order's columns.
+    constexpr int64_t kTaps = 16;
+    alignas(64) float table[64 * 8 * kTaps];
+    const int64_t T = p.R * p.S;
     const float* src = w + (grp * p.Kg() + k0) * CT;
     for (int64_t cb = 0; cb < p.Cg() / 8; ++cb)
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t i = 0; i < 8; ++i) {
-          float* d = dst + ((cb * T + t) * 8 + i) * kbl;
-          const float* s = src + (cb * 8 + i) * T + t;
-          for (int64_t r = 0; r < kbl; ++r) d[r] = r < rows ? s[r * CT] : 0.0f;
+      for (int64_t t0 = 0; t0 < T; t0 += kTaps) {
+        const int64_t nt = std::min(kTaps, T - t0);
+        for (int r = 0; r < rows; ++r) {
+          const float* s = src + r * CT + cb * 8 * T + t0;
+          for (int64_t i = 0; i < 8; ++i)
+            for (int64_t t = 0; t < nt; ++t) table[r * 8 * kTaps + t * 8 + i] = s[i * T + t];
         }
+        kvec_pack_avx2(table, 8 * kTaps, rows, 8 * nt, static_cast<int>(l.kbl),
+                       dst + (cb * T + t0) * 8 * l.kbl);
+      }
     return;
   }
   kvec_pack_avx2(w + (grp * p.Kg() + k0) * CT, CT, rows, CT, static_cast<int>(l.kbl), dst);
