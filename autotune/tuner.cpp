@@ -191,7 +191,7 @@ std::vector<PerfCandidate> TuneResult::to_records() const {
     r.max_error = c.max_error;
     r.quality = c.quality;
     if (const Algorithm* a = find_algorithm(c.algo_id)) r.algo_version = a->version();
-    r.workspace_bytes = static_cast<double>(c.workspace_bytes);
+    r.workspace_bytes = c.workspace_bytes;
     r.message = c.message;
     out.push_back(r);
   }

@@ -203,6 +203,13 @@ std::string bad_number(const Stmt& s, int col, const char* name, bool nullable,
   return "";
 }
 
+// A byte count: an integer >= 0 (SQLite keeps the whole numbers this build writes as integers).
+std::string bad_count(const Stmt& s, int col, const char* name) {
+  if (s.type(col) != SQLITE_INTEGER || s.integer(col) < 0)
+    return std::string(name) + ": expected an integer >= 0";
+  return "";
+}
+
 // A candidate's message as stored: UTF-8 (other bytes as '?') of at most 4096 bytes, so that
 // every row this build writes passes bad_candidate() (an exception's text may hold anything).
 std::string storable_message(const std::string& m) {
@@ -283,11 +290,10 @@ std::string bad_candidate(const Stmt& s, int col) {
        {bad_text(s, col, "algo", true), bad_text(s, col + 1, "config", false),
         bad_number(s, col + 3, "median_ms", true), bad_number(s, col + 4, "min_ms", true),
         bad_number(s, col + 5, "max_ms", true), bad_number(s, col + 6, "packed_median_ms", true),
-        bad_number(s, col + 7, "max_error", true, true),
-        bad_number(s, col + 8, "workspace_bytes", false), bad_text(s, col + 9, "message", false),
-        bad_date(s, col + 10), bad_text(s, col + 11, "version", false),
-        bad_number(s, col + 12, "packed_min_ms", true), bad_quality(s, col + 13),
-        bad_text(s, col + 17, "algo_version", false)})
+        bad_number(s, col + 7, "max_error", true, true), bad_count(s, col + 8, "workspace_bytes"),
+        bad_text(s, col + 9, "message", false), bad_date(s, col + 10),
+        bad_text(s, col + 11, "version", false), bad_number(s, col + 12, "packed_min_ms", true),
+        bad_quality(s, col + 13), bad_text(s, col + 17, "algo_version", false)})
     if (!bad.empty()) return bad;
   return "";
 }
@@ -302,7 +308,7 @@ PerfCandidate candidate_from(const Stmt& s, int col) {
   r.max_ms = s.real_opt(col + 5);
   r.packed_median_ms = s.real_opt(col + 6);
   r.max_error = s.real_opt(col + 7);
-  r.workspace_bytes = s.real(col + 8);
+  r.workspace_bytes = static_cast<uint64_t>(s.integer(col + 8));
   r.message = s.text(col + 9);
   r.date = s.text(col + 10);
   r.packed_min_ms = s.real_opt(col + 12);
@@ -484,7 +490,8 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
       ins.bind(1, fingerprint).bind(2, key).bind(3, r.algo_id).bind(4, r.config).bind(5, r.status);
       ins.bind_opt(6, r.median_ms).bind_opt(7, r.min_ms).bind_opt(8, r.max_ms);
       ins.bind_opt(9, r.packed_median_ms).bind_opt(10, r.max_error);
-      ins.bind(11, r.workspace_bytes).bind(12, storable_message(r.message));
+      ins.bind_int(11, static_cast<int64_t>(r.workspace_bytes))
+          .bind(12, storable_message(r.message));
       ins.bind(13, r.date.empty() ? now : r.date).bind(14, std::string(CONVTUNE_VERSION));
       ins.bind_opt(15, r.packed_min_ms);
       bind_quality(ins, 16, r.quality);
@@ -697,7 +704,8 @@ size_t PerfDb::import_rows(const Rows& rows) {
       cand.bind(1, r.fingerprint).bind(2, r.key).bind(3, m.algo_id).bind(4, m.config);
       cand.bind(5, m.status).bind_opt(6, m.median_ms).bind_opt(7, m.min_ms);
       cand.bind_opt(8, m.max_ms).bind_opt(9, m.packed_median_ms).bind_opt(10, m.max_error);
-      cand.bind(11, m.workspace_bytes).bind(12, m.message).bind(13, m.date).bind(14, r.version);
+      cand.bind_int(11, static_cast<int64_t>(m.workspace_bytes)).bind(12, m.message);
+      cand.bind(13, m.date).bind(14, r.version);
       cand.bind_opt(15, m.packed_min_ms);
       bind_quality(cand, 16, m.quality);
       cand.bind(20, m.algo_version);

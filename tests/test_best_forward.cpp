@@ -416,7 +416,7 @@ TEST_CASE("best_forward: a workspace limit picks the fastest stored candidate th
   REQUIRE(!stored.empty());
   // A limit below the largest workspace of an "ok" candidate: the answer is the fastest stored
   // candidate within it, read from the database (no tuning).
-  double largest = 0;
+  uint64_t largest = 0;
   for (const auto& c : stored)
     if (c.status == "ok") largest = std::max(largest, c.workspace_bytes);
   REQUIRE(largest > 0);

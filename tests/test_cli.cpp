@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -252,7 +253,16 @@ TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
   CHECK_THAT(part_algo.out, Catch::Contains("--algo: \"nothing-matches\" matches no"));
   auto empty_db = autotune("tune mb1ic1ih8oc1kh3 --db ''");
   CHECK(empty_db.code == 2);
-  CHECK_THAT(empty_db.out, Catch::Contains("--db"));
+  CHECK_THAT(empty_db.out, Catch::Contains("--db: empty path"));
+  CHECK_THAT(empty_db.out, !Catch::Contains("--db: --db"));
+  // An empty inline value would make CLI11 take the next argument as the value.
+  for (const char* opt : {"--db=", "--algo=", "--shard=", "--threads="}) {
+    auto inline_empty = autotune(std::string("tune ") + opt + " mb1ic1ih8oc1kh3 mb1ic1ih9oc1kh3");
+    INFO(opt);
+    CHECK(inline_empty.code == 2);
+    CHECK_THAT(inline_empty.out,
+               Catch::Contains(std::string(opt).substr(0, std::strlen(opt) - 1) + ": empty value"));
+  }
   auto help = autotune("tune --help");
   CHECK(help.code == 0);
   CHECK_THAT(help.out, Catch::Contains("--batch"));
@@ -295,6 +305,13 @@ TEST_CASE("autotune tune exits 1 when a layer ends with no correct candidate") {
   CHECK(r.code == 1);
   CHECK_THAT(r.out, Catch::Contains("no correct candidate"));
   // Why: nothing ran, rather than nothing was correct.
+  CHECK_THAT(r.out, Catch::Contains("no candidate ran: each was skipped"));
+  // Likewise where an unrestricted tune stored a winner: the limit is not answered from it.
+  auto full = autotune("tune 'mb1ic8ih8oc8kh3' --db '" + tmp.db() + "'" + quick);
+  CHECK(full.code == 0);
+  r = autotune("tune 'mb1ic8ih8oc8kh3' --workspace-limit 0 --db '" + tmp.db() + "'" + quick);
+  INFO(r.out);
+  CHECK(r.code == 1);
   CHECK_THAT(r.out, Catch::Contains("no candidate ran: each was skipped"));
 }
 

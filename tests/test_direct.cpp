@@ -454,8 +454,7 @@ TEST_CASE("cpu.direct_kvec: nChw8c views, every block size, 1 to 5 threads") {
       "g2mb1ic32ih15iw15oc48kh3kw3sh2sw2ph1pw1n\"nchw8c:grouped\"",
       "mb1ic208ih14iw14oc40kh3kw3sh2sw2ph1pw1n\"nchw8c:chunks\"",
   };
-  std::vector<std::string> names = {"oc8_nchw8c", "oc16_nchw8c", "oc24_nchw8c", "oc32_nchw8c",
-                                    "oc16_whole_nchw8c"};
+  std::vector<std::string> names = {"oc8_nchw8c", "oc16_nchw8c", "oc24_nchw8c", "oc32_nchw8c"};
   if (conv::cpu_isa() == conv::CpuIsa::avx512)
     names.insert(names.end(), {"oc16_avx512_nchw8c", "oc32_avx512_nchw8c", "oc48_avx512_nchw8c",
                                "oc64_avx512_nchw8c"});
@@ -481,7 +480,7 @@ TEST_CASE("cpu.direct_kvec: nChw8c views, every block size, 1 to 5 threads") {
         ++checked;
       }
   }
-  CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked >= 7 * 5 * 4));
+  CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked >= 7 * 4 * 4));
   // Not offered at stride 1 (measured slower there) nor without whole blocks of 8 channels;
   // asked for anyway where it cannot run, a config error.
   CHECK_FALSE(has_nchw8c("mb1ic16ih14oc32kh3ph1"));
@@ -494,8 +493,9 @@ TEST_CASE("cpu.direct_kvec: nChw8c views, every block size, 1 to 5 threads") {
     CHECK_THROWS_WITH(algo.workspace_bytes(p, "oc16_nchw8c"),
                       Catch::Contains("config: cpu.direct_kvec oc16_nchw8c needs"));
   }
-  CHECK_THROWS_WITH(conv::kernels::direct::parse_kvec_config("oc16_aligned_nchw8c"),
-                    Catch::Contains("has no config"));
+  for (const char* name : {"oc16_aligned_nchw8c", "oc16_whole_nchw8c"})
+    CHECK_THROWS_WITH(conv::kernels::direct::parse_kvec_config(name),
+                      Catch::Contains("has no config"));
 }
 
 TEST_CASE("cpu.direct: 1x1 inputs read in place at any float offset within a vector") {

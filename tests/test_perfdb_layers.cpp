@@ -354,6 +354,32 @@ TEST_CASE("autotune db: export and import round-trip every row, check, merge ref
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("candidates[1].median_ms: expected a number"));
   CHECK_FALSE(fs::exists(tmp.file("d.sqlite")));
+  // Byte counts are whole numbers (an export written as 14784.0 still reads).
+  for (const double bytes : {1.5, 1e30}) {
+    j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
+    j["candidates"][0]["workspace_bytes"] = bytes;
+    r = import_json(j, tmp.file("bad.json"), tmp.file("d.sqlite"));
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("candidates[0].workspace_bytes: expected a whole number"));
+    CHECK_FALSE(fs::exists(tmp.file("d.sqlite")));
+  }
+  j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
+  j["candidates"][0]["workspace_bytes"] = 14784.0;
+  r = import_json(j, tmp.file("bad.json"), tmp.file("d.sqlite"));
+  INFO(r.out);
+  CHECK(r.code == 0);
+  int found = 0;
+  for (const auto& row : conv::PerfDb::open(tmp.file("d.sqlite"), true).rows().candidates)
+    if (row.key == j["candidates"][0]["key"] &&
+        row.fingerprint == j["candidates"][0]["fingerprint"] &&
+        row.candidate.algo_id == j["candidates"][0]["algo"] &&
+        row.candidate.config == j["candidates"][0]["config"]) {
+      CHECK(row.candidate.workspace_bytes == 14784);
+      ++found;
+    }
+  CHECK(found == 1);
+  fs::remove(tmp.file("d.sqlite"));
   // Keys that are no problem, or not in canonical form, could never be looked up.
   for (const char* key : {"mb0ic3", "mb1ic3ih16oc8kh3"}) {
     j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
@@ -546,7 +572,8 @@ TEST_CASE("perfdb: rows with values no convtune writes are skipped, reported and
       {"UPDATE winners SET name = CAST(x'ff61' AS TEXT)", "name: not UTF-8 text"},
       {"UPDATE winners SET rounds = 2, clean_rounds = 3", "clean_rounds <= rounds"},
       {"UPDATE candidates SET status = 'weird'", "status: expected ok, rejected, failed"},
-      {"UPDATE candidates SET workspace_bytes = -1", "workspace_bytes: expected a finite"},
+      {"UPDATE candidates SET workspace_bytes = -1", "workspace_bytes: expected an integer"},
+      {"UPDATE candidates SET workspace_bytes = 1.5", "workspace_bytes: expected an integer"},
       {"UPDATE candidates SET message = printf('%.*c', 5000, 'm')", "message: longer than 4096"},
       {"UPDATE candidates SET date = '2026-13'", "date: malformed date"}};
   for (const auto& [edit, why] : edits) {

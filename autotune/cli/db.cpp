@@ -23,12 +23,6 @@ Json number(double v) {
   return v >= 0 ? Json(v) : Json(nullptr);
 }
 
-// A byte count as an integer where it is one (every count this build stores), so that tools
-// reading the export as typed JSON get 14784 rather than 14784.0.
-Json bytes(double v) {
-  return v == std::floor(v) && v <= 0x1p53 ? Json(static_cast<uint64_t>(v)) : Json(v);
-}
-
 Json export_json(const conv::PerfDb& db) {
   const auto rows = db.rows();
   Json j = {{"format", "convtune perfdb export"},
@@ -64,7 +58,7 @@ Json export_json(const conv::PerfDb& db) {
                                {"packed_median_ms", number(c.packed_median_ms)},
                                {"packed_min_ms", number(c.packed_min_ms)},
                                {"max_error", number(c.max_error)},
-                               {"workspace_bytes", bytes(c.workspace_bytes)},
+                               {"workspace_bytes", c.workspace_bytes},
                                {"message", c.message},
                                {"quality", to_json(c.quality)},
                                {"date", c.date},
@@ -107,8 +101,8 @@ void export_csv(const conv::PerfDb& db, std::ostream& out) {
         << "," << csv(c.algo_version) << "," << csv(c.status) << ","
         << (it == won.end() ? "" : it->second) << "," << csv(c.median_ms) << "," << csv(c.min_ms)
         << "," << csv(c.max_ms) << "," << csv(c.packed_median_ms) << "," << csv(c.packed_min_ms)
-        << "," << csv(c.max_error) << "," << csv(c.workspace_bytes) << "," << c.quality.rounds
-        << "," << c.quality.clean_rounds << "," << csv(c.quality.spread) << ","
+        << "," << csv(c.max_error) << "," << c.workspace_bytes << "," << c.quality.rounds << ","
+        << c.quality.clean_rounds << "," << csv(c.quality.spread) << ","
         << (c.quality.noisy ? 1 : 0) << "," << csv(c.message) << "," << csv(c.date) << ","
         << csv(r.version) << "\n";
   }
@@ -154,6 +148,13 @@ struct Reader {
     const double d = v.get<double>();
     if (!std::isfinite(d) || d < 0) fail(where + "." + field, "expected a finite number >= 0");
     return d;
+  }
+  // A byte count: a whole number below 2^53 (earlier exports wrote 14784.0).
+  uint64_t count(const Json& o, const std::string& where, const char* field) const {
+    const double d = num(o, where, field, false);
+    if (d != std::floor(d) || d > 0x1p53)
+      fail(where + "." + field, "expected a whole number of bytes below 2^53");
+    return static_cast<uint64_t>(d);
   }
   conv::MeasureQuality quality(const Json& o, const std::string& where) const {
     const Json& q = at(o, where, "quality");
@@ -256,7 +257,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     c.packed_median_ms = r.num(o, w, "packed_median_ms");
     c.packed_min_ms = r.num(o, w, "packed_min_ms");
     c.max_error = r.num(o, w, "max_error");
-    c.workspace_bytes = r.num(o, w, "workspace_bytes", false);
+    c.workspace_bytes = r.count(o, w, "workspace_bytes");
     c.message = r.text(o, w, "message", false);
     c.quality = r.quality(o, w);
     c.date = r.date(o, w);

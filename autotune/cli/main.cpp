@@ -143,6 +143,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   for (CLI::App* sub : {tune, explain, layers})
     if (!args.empty() && args[0] == sub->get_name()) args = miopen.extract(args, 1, *sub);
+  // CLI11 reads "--db=" as "--db" followed by the next argument, which would then be taken as
+  // the value (a descriptor as the database path): an empty inline value is an error here.
+  for (const std::string& a : args)
+    if (a.size() > 3 && a.compare(0, 2, "--") == 0 && a.back() == '=' &&
+        a.find('=') == a.size() - 1) {
+      std::cerr << "autotune: " << a.substr(0, a.size() - 1) << ": empty value\n";
+      return 2;
+    }
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments reversed
 
   try {

@@ -74,7 +74,7 @@ struct Common {
       app->add_option("--db", db,
                       "perf database path (default: $CONVTUNE_PERFDB, else "
                       "$XDG_CACHE_HOME/convtune/perfdb.sqlite, else ~/.cache/convtune/...)")
-          ->check([](const std::string& v) { return v.empty() ? "--db: empty path" : ""; });
+          ->check([](const std::string& v) { return v.empty() ? "empty path" : ""; });
     app->add_option("--device", device, "cpu or cuda:N");
     app->add_flag("--json", json, "print JSON instead of tables");
   }
@@ -143,7 +143,7 @@ struct TuneArgs {
                     "SLURM_ARRAY_TASK_COUNT) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, "
                     "CONVTUNE_SHARD_COUNT)")
         ->check([](const std::string& v) {
-          return v.empty() ? "--shard: expected I/N with 0 <= I < N, or auto, got \"\"" : "";
+          return v.empty() ? "expected I/N with 0 <= I < N, or auto, got \"\"" : "";
         });
   }
   // CLI11's Range lets NaN through.

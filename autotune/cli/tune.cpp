@@ -91,7 +91,10 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
     const std::string name = p.name.empty() ? p.key() : p.name;
     const std::string progress =
         "[" + std::to_string(i + 1) + "/" + std::to_string(problems.size()) + "] " + name + ": ";
-    if (!t.force && t.algo.empty()) {
+    // A stored winner answers only an unrestricted tune: with --algo or --workspace-limit the
+    // candidates are measured (what is stored and current is reused) and the subset's winner
+    // shown.
+    if (!t.force && t.algo.empty() && t.workspace_mib < 0) {
       // The first database holding a winner decides: the user's, then the system ones.
       const conv::PerfDb* from = nullptr;
       std::optional<conv::PerfWinner> one, packed;

@@ -51,9 +51,9 @@ struct PerfCandidate {
   /// clean), slowest round; -1 = not measured. Candidates are ranked by min_ms.
   double median_ms = -1, min_ms = -1, max_ms = -1;
   double packed_median_ms = -1, packed_min_ms = -1;  ///< with pre-packed weights; -1 = n/a
-  double max_error = -1;  ///< max |y - y_ref| / sum|x*w| per output; -1 = not checked
-  double workspace_bytes = 0;
-  std::string message;     ///< reason for rejected/failed/skipped
+  double max_error = -1;         ///< max |y - y_ref| / sum|x*w| per output; -1 = not checked
+  uint64_t workspace_bytes = 0;  ///< bytes
+  std::string message;           ///< reason for rejected/failed/skipped
   std::string date;        ///< UTC, ISO 8601, when stored; store() fills an empty one with now
   MeasureQuality quality;  ///< of the one-shot time; noisy when either path's time is
   /// Algorithm::version() of the implementation measured; "" = unknown (stored before perfdb

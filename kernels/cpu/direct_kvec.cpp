@@ -218,7 +218,7 @@ std::string KvecConfig::name() const {
 
 KvecConfig parse_kvec_config(const std::string& text) {
   for (int blocked = 0; blocked < 2; ++blocked)
-    for (int whole = 0; whole < 2; ++whole)
+    for (int whole = 0; whole < 2 - blocked; ++whole)
       for (int aligned = 0; aligned < 2 - blocked; ++aligned)
         for (int z = 0; z < 2 - whole; ++z)
           for (int kb = 1; kb <= 4; ++kb) {
@@ -228,8 +228,8 @@ KvecConfig parse_kvec_config(const std::string& text) {
   throw Error(
       "config: cpu.direct_kvec has no config \"" + text +
       "\" (known: oc8, oc16, oc24, oc32, oc16_avx512, oc32_avx512, oc48_avx512, oc64_avx512, "
-      "each also with \"_aligned\" or \"_nchw8c\", and the AVX2 ones with \"_whole\" before "
-      "those)");
+      "each also with \"_aligned\" or \"_nchw8c\", and the AVX2 ones with \"_whole\", which "
+      "comes before \"_aligned\")");
 }
 
 namespace {
@@ -467,7 +467,10 @@ class DirectKvec final : public Algorithm {
     if (!view_fits(p))
       return Applicability::no("the padded input view would need more than 2^58 bytes");
     if (configs(p).empty())
-      return Applicability::no("fewer output channels per group than a vector of lanes fills");
+      return Applicability::no(
+          "every register block would leave more than a quarter of its computed output channels "
+          "unused (K/g = " +
+          std::to_string(p.Kg()) + ")");
     return Applicability::yes();
   }
 

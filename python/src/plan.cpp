@@ -121,7 +121,7 @@ void bind_plan(nb::module_& m) {
               if (nb::len(fields) > 0)
                 throw conv::Error("Plan: pass a problem or keyword fields (N, C, ...), not both");
               p = to_problem(problem);
-            } else if (nb::len(fields) == 0) {
+            } else if (nb::len(fields) - (fields.contains("name") ? 1 : 0) == 0) {
               // Problem()'s defaults describe no real layer: tuning them would only hide the
               // missing argument.
               throw conv::Error(

@@ -86,3 +86,5 @@ def test_plan_named_algorithm_and_keywords(rng):
         convtune.Plan()
     with pytest.raises(convtune.Error, match=r"^problem: Plan needs"):
         convtune.Plan(algo="cpu.direct")
+    with pytest.raises(convtune.Error, match=r"^problem: Plan needs"):
+        convtune.Plan(name="only a name")
