@@ -119,7 +119,13 @@ void set_geometry(conv::ConvProblem& p, nb::handle stride, nb::handle padding, n
 conv::ConvProblem to_problem(nb::handle v, const char* name) {
   conv::ConvProblem p;
   if (nb::try_cast<conv::ConvProblem>(v, p)) return p;
-  if (nb::isinstance<nb::str>(v)) return conv::parse_descriptor(nb::cast<std::string>(v));
+  if (nb::isinstance<nb::str>(v)) {
+    try {
+      return conv::parse_descriptor(nb::cast<std::string>(v));
+    } catch (const conv::Error& e) {
+      throw conv::Error(std::string(name) + ": " + e.what());  // which argument held the text
+    }
+  }
   throw conv::Error(std::string(name) +
                     ": expected a convtune.Problem or a benchdnn descriptor string, got " +
                     py_type_name(v));

@@ -88,3 +88,6 @@ def test_plan_named_algorithm_and_keywords(rng):
         convtune.Plan(algo="cpu.direct")
     with pytest.raises(convtune.Error, match=r"^problem: Plan needs"):
         convtune.Plan(name="only a name")
+    # A bad descriptor string names the argument that held it.
+    with pytest.raises(convtune.Error, match=r'^problem: descriptor "": '):
+        convtune.Plan("")
