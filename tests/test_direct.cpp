@@ -73,6 +73,25 @@ std::string label(const conv::ConvProblem& p, const std::string& config, bool pa
          ", non-finite " + std::to_string(r.nonfinite) + "; " + r.where;
 }
 
+// Checks every config in `configs` of `algo` on `ref` with each thread count, on packed weights
+// where the thread count is `packed_threads`; returns the number of runs.
+int check_configs(convtest::ReferenceCase& ref, const conv::Algorithm& algo,
+                  const std::vector<std::string>& configs, std::initializer_list<int> threads,
+                  int packed_threads = 0) {
+  int runs = 0;
+  for (const std::string& config : configs)
+    for (int t : threads) {
+      const bool packed = t == packed_threads;
+      const auto r = ref.check(algo, config, packed, t);
+      INFO(label(ref.problem(), config, packed, r) + ", " + std::string(algo.id()) + ", threads " +
+           std::to_string(t));
+      CHECK(r.nonfinite == 0);
+      CHECK(r.max_error <= r.bound);
+      ++runs;
+    }
+  return runs;
+}
+
 // Runs cpu.direct with the input copied to `x` and the output (poisoned first) at `y`, which
 // may lie anywhere within their buffers, and compares with the reference.
 convtest::CheckResult check_at(convtest::ReferenceCase& ref, const std::string& config, float* x,
@@ -353,14 +372,7 @@ TEST_CASE("cpu.direct and cpu.direct_kvec: the view copy's thread split, 1 to 5 
     convtest::ReferenceCase ref(p, 1300 + i);
     for (const char* id : ids) {
       const conv::Algorithm& algo = *conv::find_algorithm(id);
-      std::vector<std::string> configs = algo.configs(p);
-      for (const std::string& config : configs)
-        for (int threads : {1, 2, 3, 5}) {
-          const auto r = ref.check(algo, config, false, threads);
-          INFO(label(p, config, false, r) + ", " + id + ", threads " + std::to_string(threads));
-          CHECK(r.nonfinite == 0);
-          CHECK(r.max_error <= r.bound);
-        }
+      check_configs(ref, algo, algo.configs(p), {1, 2, 3, 5});
     }
   }
 }
@@ -425,15 +437,7 @@ TEST_CASE("cpu.direct_kvec: runs of blocks summed in one tile, every block size 
   for (size_t i = 0; i < descriptors.size(); ++i) {
     const conv::ConvProblem p = conv::parse_descriptor(descriptors[i]);
     convtest::ReferenceCase ref(p, 1400 + i);
-    for (const std::string& config : names)
-      for (int threads : {1, 3}) {
-        const bool packed = threads == 3;
-        const auto r = ref.check(algo, config, packed, threads);
-        INFO(label(p, config, packed, r) + ", threads " + std::to_string(threads));
-        CHECK(r.nonfinite == 0);
-        CHECK(r.max_error <= r.bound);
-        ++checked;
-      }
+    checked += check_configs(ref, algo, names, {1, 3}, 3);
   }
   CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked >= 56));
 }
@@ -470,15 +474,7 @@ TEST_CASE("cpu.direct_kvec: nChw8c views, every block size, 1 to 5 threads") {
     convtest::ReferenceCase ref(p, 1600 + i);
     // Offered for these strided problems, on any CPU the kernel runs on.
     CHECK((names.empty() || has_nchw8c(descriptors[i])));
-    for (const std::string& config : names)
-      for (int threads : {1, 2, 3, 5}) {
-        const bool packed = threads == 3;
-        const auto r = ref.check(algo, config, packed, threads);
-        INFO(label(p, config, packed, r) + ", threads " + std::to_string(threads));
-        CHECK(r.nonfinite == 0);
-        CHECK(r.max_error <= r.bound);
-        ++checked;
-      }
+    checked += check_configs(ref, algo, names, {1, 2, 3, 5}, 3);
   }
   CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked >= 7 * 4 * 4));
   // Not offered at stride 1 (measured slower there) nor without whole blocks of 8 channels;

@@ -348,23 +348,23 @@ TEST_CASE("autotune db: export and import round-trip every row, check, merge ref
   CHECK_THAT(r.out, Catch::Contains(tmp.file("junk.sqlite")));
   CHECK_FALSE(fs::exists(tmp.file("c.sqlite")));
   // A hand-edited export: the bad entry and field are named, nothing is written.
-  auto j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
-  j["candidates"][1]["median_ms"] = "fast";
-  r = import_json(j, tmp.file("bad.json"), tmp.file("d.sqlite"));
-  CHECK(r.code == 2);
-  CHECK_THAT(r.out, Catch::Contains("candidates[1].median_ms: expected a number"));
-  CHECK_FALSE(fs::exists(tmp.file("d.sqlite")));
-  // Byte counts are whole numbers (an export written as 14784.0 still reads).
-  for (const double bytes : {1.5, 1e30}) {
-    j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
-    j["candidates"][0]["workspace_bytes"] = bytes;
-    r = import_json(j, tmp.file("bad.json"), tmp.file("d.sqlite"));
-    INFO(r.out);
-    CHECK(r.code == 2);
-    CHECK_THAT(r.out, Catch::Contains("candidates[0].workspace_bytes: expected a whole number"));
+  const auto refused = [&](const std::function<void(nlohmann::json&)>& edit,
+                           const std::string& why) {
+    auto e = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
+    edit(e);
+    const Run bad = import_json(e, tmp.file("bad.json"), tmp.file("d.sqlite"));
+    INFO(bad.out);
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.out, Catch::Contains(why));
     CHECK_FALSE(fs::exists(tmp.file("d.sqlite")));
-  }
-  j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
+  };
+  refused([](nlohmann::json& e) { e["candidates"][1]["median_ms"] = "fast"; },
+          "candidates[1].median_ms: expected a number");
+  // Byte counts are whole numbers (an export written as 14784.0 still reads).
+  for (const double bytes : {1.5, 1e30})
+    refused([&](nlohmann::json& e) { e["candidates"][0]["workspace_bytes"] = bytes; },
+            "candidates[0].workspace_bytes: expected a whole number");
+  auto j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
   j["candidates"][0]["workspace_bytes"] = 14784.0;
   r = import_json(j, tmp.file("bad.json"), tmp.file("d.sqlite"));
   INFO(r.out);
@@ -381,15 +381,8 @@ TEST_CASE("autotune db: export and import round-trip every row, check, merge ref
   CHECK(found == 1);
   fs::remove(tmp.file("d.sqlite"));
   // Keys that are no problem, or not in canonical form, could never be looked up.
-  for (const char* key : {"mb0ic3", "mb1ic3ih16oc8kh3"}) {
-    j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
-    j["winners"][0]["key"] = key;
-    r = import_json(j, tmp.file("bad.json"), tmp.file("d.sqlite"));
-    INFO(r.out);
-    CHECK(r.code == 2);
-    CHECK_THAT(r.out, Catch::Contains("winners[0].key: "));
-    CHECK_FALSE(fs::exists(tmp.file("d.sqlite")));
-  }
+  for (const char* key : {"mb0ic3", "mb1ic3ih16oc8kh3"})
+    refused([&](nlohmann::json& e) { e["winners"][0]["key"] = key; }, "winners[0].key: ");
 }
 
 TEST_CASE("sharded tuning: Slurm and Kubernetes shards, merged, equal an unsharded run") {

@@ -136,13 +136,17 @@ struct Layout {
   int64_t chunk = 0;    // input channels per reduction chunk
   int64_t n_steps = 0;  // entries of the step table (KvecCommon::step_x), 0 for none
   int64_t kbl = 0, nkb = 0;
-  bool nchw8c = false;       // weights [C/g/8][R*S][8][kbl], for the nChw8c view
   int64_t block_floats = 0;  // packed weights of one output-channel block: C/g*R*S*kbl
   size_t packed_floats = 0, bias_floats = 0;
 };
 
+// Whether an nChw8c view can hold `p`: a kernel larger than 1x1, whole blocks of 8 channels.
+bool nchw8c_runs(const ConvProblem& p) {
+  return p.R * p.S > 1 && p.Cg() % 8 == 0;
+}
+
 Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
-  if (c.nchw8c && (p.R * p.S == 1 || p.Cg() % 8 != 0))
+  if (c.nchw8c && !nchw8c_runs(p))
     throw Error("config: cpu.direct_kvec " + c.name() +
                 " needs a kernel larger than 1x1 and C/groups a multiple of 8, got " +
                 std::to_string(p.R) + "x" + std::to_string(p.S) + " and C/groups " +
@@ -151,7 +155,6 @@ Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
   l.g = make_geometry(p, c.lanes(), 0, c.aligned, c.nchw8c ? 8 : 1);
   l.b = make_blocking(l.g, c.max_nw());
   l.kbl = c.kb * c.lanes();
-  l.nchw8c = c.nchw8c;
   l.nkb = ceil_div(p.Kg(), l.kbl);
   l.block_floats = p.Cg() * p.R * p.S * l.kbl;
   l.packed_floats = static_cast<size_t>(p.groups * l.nkb * l.block_floats);
@@ -181,9 +184,9 @@ void pack_block(const ConvProblem& p, const Layout& l, const float* w, int64_t g
   const int64_t grp = gkb / l.nkb, kb = gkb % l.nkb, CT = p.Cg() * p.R * p.S;
   const int64_t k0 = kb * l.kbl;
   const int rows = static_cast<int>(std::min(l.kbl, p.Kg() - k0));
-  if (l.nchw8c) {
-    // Columns (channel block, tap, channel): each row's (channel, tap) columns of a block of 8
-    // channels and up to 16 taps reordered into a small table, which the 8x8 transposes pack
+  if (l.g.cblock > 1) {
+    // nChw8c: columns (channel block, tap, channel): each row's (channel, tap) columns of a block
+    // of 8 channels and up to 16 taps reordered into a small table, which the 8x8 transposes pack
     // as the planar order's columns.
     constexpr int64_t kTaps = 16;
     alignas(64) float table[64 * 8 * kTaps];
@@ -439,11 +442,11 @@ bool little_waste(const ConvProblem& p, const KvecConfig& c) {
   return 4 * (computed - p.Kg()) <= computed;
 }
 
-// nChw8c views for strided kernels larger than 1x1 with whole blocks of 8 channels per group.
-// Stride-1 layers measured 3-25% slower with them (2 threads, AVX2 cap: resnet50 res3_3x3 to
-// res5_3x3, alexnet conv2-5): their planar view's positions are already consecutive.
+// nChw8c views are offered for strided problems only: stride-1 layers measured 3-25% slower
+// with them (2 threads, AVX2 cap: resnet50 res3_3x3 to res5_3x3, alexnet conv2-5), as their
+// planar view's positions are already consecutive.
 bool nchw8c_applies(const ConvProblem& p) {
-  return p.R * p.S > 1 && p.Cg() % 8 == 0 && (p.stride_h > 1 || p.stride_w > 1);
+  return nchw8c_runs(p) && (p.stride_h > 1 || p.stride_w > 1);
 }
 
 class DirectKvec final : public Algorithm {

@@ -209,17 +209,12 @@ void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v
     return;
   }
   // A band of phase rows hq holds the same band of output rows in every row phase.
-  if (g.cblock > 1) {
-    for_rows(g.Hq, [&](int64_t c, int64_t lo, int64_t hi) {
-      copy_view_rows_nchw8c(p, g, x, v, c, lo, hi);
-    });
-    return;
-  }
   for_rows(g.Hq, [&](int64_t c, int64_t lo, int64_t hi) { copy_view_rows(p, g, x, v, c, lo, hi); });
 }
 
 void copy_view_rows(const ConvProblem& p, const Geometry& g, const float* x, float* v, int64_t c,
                     int64_t lo, int64_t hi) {
+  if (g.cblock > 1) return copy_view_rows_nchw8c(p, g, x, v, c, lo, hi);
   // Each (channel, row phase, phase row) writes that row of every column phase.
   const int64_t sh = p.stride_h, sw = p.stride_w;
   // Stride-2 and stride-4 columns: all column phases of a row in one pass, not one strided

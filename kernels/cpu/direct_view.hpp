@@ -132,12 +132,13 @@ void fill_steps(const Geometry& g, const int64_t* tap, int64_t n, int64_t* step_
 /// rows with copy_view_rows instead, as they reach them (row_pipeline.hpp).
 void copy_view(const ConvProblem& p, const Geometry& g, const float* x, float* v,
                bool by_rows = false);
-/// Copies phase rows [lo, hi) of channel `c` of image `x` into the view `v`, every row phase
-/// (a rows-mode view: not flat). What copy_view runs per band; the caller synchronises.
+/// Copies phase rows [lo, hi) of channel `c` (of channel block `c` in an nChw8c view) of image
+/// `x` into the view `v`, every row phase (a rows-mode view: not flat). What copy_view runs per
+/// band; the caller synchronises.
 void copy_view_rows(const ConvProblem& p, const Geometry& g, const float* x, float* v, int64_t c,
                     int64_t lo, int64_t hi);
-/// copy_view_rows for an nChw8c view (cblock 8): phase rows [lo, hi) of channel block `cb`, 8x8
-/// AVX transposes (direct_avx2.cpp; needs AVX2).
+/// copy_view_rows of an nChw8c view (cblock 8), by 8x8 AVX transposes (direct_avx2.cpp; needs
+/// AVX2).
 void copy_view_rows_nchw8c(const ConvProblem& p, const Geometry& g, const float* x, float* v,
                            int64_t cb, int64_t lo, int64_t hi);
 /// Copies `rows` rows of `n` floats, `stride` floats apart from `src`, to rows `width` floats
