@@ -552,21 +552,62 @@ TEST_CASE("winograd: error model behind error_bound") {
 
 TEST_CASE("winograd: per-thread passes are whole transform vectors where the L2 holds them") {
   const auto tile_bytes = [](const wg::Geometry& g) { return 4 * g.points * (g.Cg + g.m_kstride); };
-  for (int threads : {1, 2}) {
-    // vgg16 conv3_2 m4: 18 tiles fit three quarters of a 2 MiB L2, 24 the whole of it.
-    const auto g =
-        wg::make_geometry(conv::parse_descriptor("mb1ic256ih56iw56oc256kh3kw3ph1pw1"), 4);
-    const auto s = wg::make_schedule(g, threads, false);
-    INFO("threads " << threads << " sub " << s.sub);
-    CHECK(s.per_thread);
-    CHECK(s.sub == 24);
-    CHECK(s.sub * tile_bytes(g) <= 4 * wg::kL2WorkingBytes / 3);
-  }
+  // vgg16 conv3_2 m4: 18 tiles fit three quarters of a 2 MiB L2, 24 the whole of it. One thread
+  // runs 8 passes of 24 and one of 4; two threads run 8 passes (one of 28, seven of 24), four
+  // each, instead of one thread's fifth pass of 4 tiles.
+  const auto g = wg::make_geometry(conv::parse_descriptor("mb1ic256ih56iw56oc256kh3kw3ph1pw1"), 4);
+  const auto one = wg::make_schedule(g, 1, false), two = wg::make_schedule(g, 2, false);
+  CHECK(one.per_thread);
+  CHECK(one.sub == 24);
+  CHECK(one.passes == 9);
+  CHECK(one.sub * tile_bytes(g) <= 4 * wg::kL2WorkingBytes / 3);
+  CHECK(two.per_thread);
+  CHECK(two.passes == 8);
+  CHECK(two.sub == 28);
+  CHECK(two.longer == 1);
   // 16 tiles in one pass (alexnet conv3 m4): rounding up to a thread's whole share would trade
   // the shared pass, whose GEMM jobs transform their own weights one-shot, for per-thread passes.
-  const auto g = wg::make_geometry(conv::parse_descriptor("mb1ic256ih13iw13oc384kh3kw3ph1pw1"), 4);
-  CHECK(g.tiles == 16);
-  CHECK_FALSE(wg::make_schedule(g, 1, false).per_thread);
+  const auto small =
+      wg::make_geometry(conv::parse_descriptor("mb1ic256ih13iw13oc384kh3kw3ph1pw1"), 4);
+  CHECK(small.tiles == 16);
+  CHECK_FALSE(wg::make_schedule(small, 1, false).per_thread);
+}
+
+TEST_CASE("winograd: per-thread passes cover every tile once, as many per thread") {
+  int checked = 0;
+  for (const auto& p : convtest::all_layer_problems(8)) {
+    if (!winograd_shape(p) || (p.groups > 1 && p.Cg() == 1)) continue;
+    for (int m : {2, 4, 6}) {
+      if (p.R == 5 && m == 6) continue;
+      const auto g = wg::make_geometry(p, m);
+      for (int threads : {1, 2, 3, 4}) {
+        const auto s = wg::make_schedule(g, threads, false);
+        if (!s.per_thread) continue;
+        INFO(p.name << " m" << m << " threads " << threads << ": " << s.passes << " passes, "
+                    << s.longer << " of " << s.sub << " tiles");
+        int64_t next = 0, shortest = s.sub;
+        for (int64_t pass = 0; pass < s.passes; ++pass) {
+          int64_t first = -1, nt = 0;
+          wg::pass_tiles(g, s, pass, first, nt);
+          REQUIRE(first == next);
+          REQUIRE(nt >= 1);
+          REQUIRE(nt <= s.sub);
+          if (pass + 1 < s.passes) shortest = std::min(shortest, nt);
+          next += nt;
+        }
+        CHECK(next == g.tiles);
+        // The threads' V and M slices hold their longest pass.
+        CHECK(threads * s.sub <= g.chunk);
+        CHECK(threads * g.points * wg::odd_lines(g.Cg * s.sub_pad) <= g.v_floats);
+        if (threads > 1 && s.sub >= 4 * wg::kPassStep) {  // passes of whole steps
+          CHECK(s.passes % threads == 0);
+          CHECK(s.sub - shortest <= wg::kPassStep);
+        }
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked >= 40);
 }
 
 TEST_CASE("winograd: the AVX-512 GEMM at every tile count 1..40 and width matches float64") {
@@ -663,6 +704,7 @@ TEST_CASE("winograd: both schedules, both GEMM kernels, packed and one-shot, mat
                   if (threads * g.points * s.sub_v_pstride <= g.v_floats) break;
                 }
                 if (s.sub == 0) continue;
+                s.passes = s.longer = (g.tiles + s.sub - 1) / s.sub;
                 ++per_thread_runs;
               }
               conv::poison_nan(y.floats(), p.y_elems());

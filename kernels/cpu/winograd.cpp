@@ -95,7 +95,8 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
   const int64_t share = (g.tiles + T - 1) / T;
   int64_t sub = std::min({l2_bytes / tile_bytes, share, g.chunk / T});
   auto fits = [&](int64_t n) {
-    return T * P * odd_lines(g.Cg * ((n + kVec - 1) / kVec * kVec)) <= g.v_floats;
+    return T * n <= g.chunk &&
+           T * P * odd_lines(g.Cg * ((n + kVec - 1) / kVec * kVec)) <= g.v_floats;
   };
   // Whole 6-tile GEMM blocks and 8-tile transform vectors where there is room for them. Fewer
   // than 24 tiles go up to whole transform vectors where the pass still fits the whole L2 and
@@ -123,6 +124,30 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
     shared += 4 * 2 * static_cast<double>(tile_bytes) * static_cast<double>(g.tiles);
   if (per_thread > shared) return s;
   s.per_thread = true;
+  s.passes = (g.tiles + sub - 1) / sub;
+  s.longer = s.passes;
+  if (T > 1 && sub >= 4 * kPassStep) {
+    // As many passes per thread, of whole 4-tile steps. 196 tiles in passes of 24 leave one
+    // thread a ninth pass of 4 tiles, which costs half a pass (it streams all of U) while the
+    // other thread waits; 8 passes (one of 28, seven of 24) read U once fewer and end together.
+    // A pass may grow by a sixth for that, even a little past the L2 (2 threads, one-shot,
+    // alternating builds, AVX-512: vgg16 conv3_2 m4 5.76-5.86 -> 5.18-5.35 ms, resnet50
+    // res2_3x3 m4 0.535-0.547 -> 0.462-0.468, m6 0.526-0.530 -> 0.493-0.505, dilated 3x3_d2 m4
+    // 0.68-0.71 -> 0.615-0.623; AVX2 cap: conv3_1 3.56-3.65 -> 3.39-3.53; vgg16 conv1_2 m6,
+    // conv2_x and the batch-8 layer within the noise; 10 passes of 20 instead of 8 on conv3_2
+    // gained nothing).
+    const int64_t steps = (g.tiles + kPassStep - 1) / kPassStep, per = sub / kPassStep;
+    int64_t passes = (steps + per - 1) / per;
+    const int64_t down = passes / T * T;
+    const int64_t down_sub = down > 0 ? (steps + down - 1) / down * kPassStep : 0;
+    if (down > 0 && 6 * down_sub <= 7 * sub && fits(down_sub))
+      passes = down;
+    else
+      passes = std::min((passes + T - 1) / T * T, steps);
+    sub = (steps + passes - 1) / passes * kPassStep;
+    s.passes = passes;
+    s.longer = steps % passes == 0 ? passes : steps % passes;
+  }
   s.sub = sub;
   s.sub_pad = (sub + kVec - 1) / kVec * kVec;
   s.sub_v_pstride = odd_lines(g.Cg * s.sub_pad);
@@ -158,7 +183,8 @@ class Winograd final : public Algorithm {
   // (same sums).
   // 4: per-thread passes of fewer than 24 tiles are whole 8-tile transform vectors where the L2
   // holds them; the GEMMs prefetch U further ahead (same sums).
-  std::string version() const override { return "4"; }
+  // 5: several threads run as many per-thread passes each, of whole 4-tile steps (same sums).
+  std::string version() const override { return "5"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 

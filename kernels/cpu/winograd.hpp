@@ -3,6 +3,7 @@
 // Layouts are documented in winograd_avx2.cpp's header.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -58,12 +59,27 @@ struct Schedule {
   /// threads share each pass of g.chunk tiles phase by phase (GEMMs split by point), which reads
   /// U fewest times.
   bool per_thread = false;
-  int64_t sub = 0;            ///< tiles per per-thread pass
+  int64_t sub = 0;  ///< tiles of the largest per-thread pass
+  /// Per-thread passes: `passes` of them; the first `longer` have `sub` tiles, the others
+  /// sub - kPassStep, and the last ends at the last tile (see pass_tiles).
+  int64_t passes = 0, longer = 0;
   int64_t sub_pad = 0;        ///< V row length of a per-thread pass (sub rounded up to 8)
   int64_t sub_v_pstride = 0;  ///< V point stride of a per-thread pass
   /// GEMMs with the AVX-512 microkernel (32 channels x 12 tiles) instead of AVX2's 16 x 6.
   bool avx512 = false;
 };
+
+/// Per-thread passes of several threads differ by this many tiles: whole 4-tile GEMM blocks,
+/// which keep eight independent accumulator chains (a 1-tile block runs at a quarter of the
+/// FMA rate).
+inline constexpr int64_t kPassStep = 4;
+
+/// First tile and tile count of per-thread pass `pass` (< s.passes).
+inline void pass_tiles(const Geometry& g, const Schedule& s, int64_t pass, int64_t& first,
+                       int64_t& nt) {
+  first = pass * s.sub - std::max<int64_t>(0, pass - s.longer) * kPassStep;
+  nt = std::min(pass < s.longer ? s.sub : s.sub - kPassStep, g.tiles - first);
+}
 
 /// The schedule for `threads` threads: per-thread passes when their extra reads of U cost less
 /// than the shared passes' traffic of V and M through the last-level cache; AVX-512 GEMMs when

@@ -36,7 +36,8 @@
 // channels per point.
 //
 // Schedules (make_schedule): with few channels, each thread runs whole passes of a few dozen
-// tiles (transform, GEMMs, inverse transform) in its own slice of V and M, which stay in its L2;
+// tiles (transform, GEMMs, inverse transform) in its own slice of V and M, which stay in its L2,
+// every thread as many passes of (within 4 tiles) as many tiles;
 // with many channels, where U is large and tiles few, all threads share each pass phase by phase
 // (GEMMs split by point and channel block) so that U is read as few times as possible.
 //
@@ -490,16 +491,18 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
         const int me = omp_get_thread_num();
         float* my_v = v + me * P * s.sub_v_pstride;
         float* my_m = mbuf + me * s.sub * P * g.m_kstride;
-        const int64_t passes = (g.tiles + s.sub - 1) / s.sub;
 #pragma omp for schedule(dynamic)
-        for (int64_t pass = 0; pass < passes; ++pass) {
-          const int64_t first = pass * s.sub, nt = std::min(s.sub, g.tiles - first);
-          input_tiles<M, R>(p, g, xg, first, nt, 0, (nt + kVec - 1) / kVec, 0, g.Cg, my_v,
-                            s.sub_pad, s.sub_v_pstride);
+        for (int64_t pass = 0; pass < s.passes; ++pass) {
+          int64_t first = 0, nt = 0;
+          pass_tiles(g, s, pass, first, nt);
+          // V rows as long as this pass needs: passes shorter than the slice's longest would
+          // leave its L2 lines partly unused.
+          const int64_t ld = (nt + kVec - 1) / kVec * kVec, v_pstride = odd_lines(g.Cg * ld);
+          input_tiles<M, R>(p, g, xg, first, nt, 0, ld / kVec, 0, g.Cg, my_v, ld, v_pstride);
           for (int64_t pt = 0; pt < P; ++pt)
             for (int64_t kj = 0; kj < kjobs; ++kj)
-              gemm_job(g, s, ug + kj * job_channels(s) * g.Cg, g.u_pstride, my_v, s.sub_pad,
-                       s.sub_v_pstride, my_m, nt, pt, kj);
+              gemm_job(g, s, ug + kj * job_channels(s) * g.Cg, g.u_pstride, my_v, ld, v_pstride,
+                       my_m, nt, pt, kj);
           output_tiles<M, R>(p, g, my_m, first, 0, nt, bias_g, yg);
         }
         continue;
