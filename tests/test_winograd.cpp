@@ -666,6 +666,12 @@ TEST_CASE("winograd: both schedules, both GEMM kernels, packed and one-shot, mat
     CHECK(wg::make_schedule(wg::make_geometry(small_c, 6), 2, false).per_thread);
     CHECK_FALSE(wg::make_schedule(wg::make_geometry(big_c, 6), 2, false).per_thread);
   }
+  // Groups run side by side where each group's tiles make one pass (alexnet conv5), not where
+  // they need several.
+  CHECK(wg::make_geometry(conv::parse_descriptor("g2mb1ic384ih13iw13oc256kh3kw3ph1pw1"), 4)
+            .pass_groups == 2);
+  CHECK(wg::make_geometry(conv::parse_descriptor("g2mb1ic256ih112iw112oc256kh3kw3ph1pw1"), 4)
+            .pass_groups == 1);
   int per_thread_runs = 0;
   for (const char* desc :
        {"mb2ic24ih29iw31oc40kh3kw3ph1pw1",    // K/g = 40: 32 + 8 channel jobs
@@ -675,7 +681,9 @@ TEST_CASE("winograd: both schedules, both GEMM kernels, packed and one-shot, mat
         // the weight transform fused into the GEMM jobs, last group too.
         "g2mb1ic80ih13iw11oc192kh3kw3ph1pw1", "mb1ic40ih9iw9oc100kh3kw3ph1pw0",
         // 5x5: F(2x2,5x5) and F(4x4,5x5), fused one-shot pass too.
-        "g2mb1ic20ih15iw13oc72kh5kw5ph2pw1", "mb1ic24ih11iw11oc64kh5kw5ph2pw2"}) {
+        "g2mb1ic20ih15iw13oc72kh5kw5ph2pw1", "mb1ic24ih11iw11oc64kh5kw5ph2pw2",
+        // Eight groups side by side in each phase (K/g = 12, C/g = 8; fused where U fits).
+        "g8mb1ic64ih10iw9oc96kh3kw3ph1pw1", "g8mb1ic64ih6iw7oc512kh3kw3ph1pw1"}) {
     const auto p = conv::parse_descriptor(desc);
     convtest::ReferenceCase ref(p, 31);
     conv::AlignedBuffer y(p.y_bytes());

@@ -80,8 +80,12 @@ Geometry make_geometry(const ConvProblem& p, int m, int64_t chunk_bytes) {
   g.v_pstride = odd_lines(g.Cg * g.chunk_pad);
   g.m_kstride = odd_lines(g.Kp);
   g.u_floats = p.groups * g.points * g.u_pstride;
-  g.v_floats = g.points * g.v_pstride;
-  g.m_floats = g.chunk * g.points * g.m_kstride;
+  g.v_group = g.points * g.v_pstride;
+  g.m_group = g.chunk * g.points * g.m_kstride;
+  if (p.groups > 1 && g.chunk >= g.tiles && p.groups * (g.v_group + g.m_group) * 4 <= chunk_bytes)
+    g.pass_groups = p.groups;
+  g.v_floats = g.pass_groups * g.v_group;
+  g.m_floats = g.pass_groups * g.m_group;
   return g;
 }
 
@@ -96,7 +100,7 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
   int64_t sub = std::min({l2_bytes / tile_bytes, share, g.chunk / T});
   auto fits = [&](int64_t n) {
     return T * n <= g.chunk &&
-           T * P * odd_lines(g.Cg * ((n + kVec - 1) / kVec * kVec)) <= g.v_floats;
+           T * P * odd_lines(g.Cg * ((n + kVec - 1) / kVec * kVec)) <= g.v_group;
   };
   // Whole 6-tile GEMM blocks and 8-tile transform vectors where there is room for them. Fewer
   // than 24 tiles go up to whole transform vectors where the pass still fits the whole L2 and
@@ -165,7 +169,7 @@ int64_t fused_jobs_merged(const Geometry& g, const Schedule& s, int threads) {
   constexpr int64_t kMergedChannels = 64;
   const int64_t jc = job_channels(s), kjobs = (g.Kp + jc - 1) / jc;
   const int64_t job_u = job_u_floats(g, s), T = std::max(1, threads);
-  const bool big_v = g.v_floats > job_u && 4 * (g.v_floats + job_u) > kL2WorkingBytes;
+  const bool big_v = g.v_group > job_u && 4 * (g.v_group + job_u) > kL2WorkingBytes;
   int64_t merge = big_v ? kMergedChannels / jc : 1;
   while (merge > 1 && (kjobs < 2 * T * merge || T * merge * job_u > g.points * g.u_pstride))
     merge /= 2;
@@ -183,7 +187,8 @@ class Winograd final : public Algorithm {
   // (same sums).
   // 4: per-thread passes of fewer than 24 tiles are whole 8-tile transform vectors where the L2
   // holds them; the GEMMs prefetch U further ahead (same sums).
-  // 5: several threads run as many per-thread passes each, of whole 4-tile steps (same sums).
+  // 5: several threads run as many per-thread passes each, of whole 4-tile steps; groups whose
+  // tiles make one pass run side by side (same sums).
   std::string version() const override { return "5"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }

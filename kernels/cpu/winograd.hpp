@@ -42,9 +42,15 @@ struct Geometry {
   int64_t u_pstride = 0;  ///< U, point to point: K/g rounded up to 8, times C/g
   int64_t v_pstride = 0;  ///< V, point to point: C/g rows of chunk_pad tiles
   int64_t m_kstride = 0;  ///< M, point to point within one tile: Kp
-  int64_t u_floats = 0;   ///< transformed weights, all groups: groups * points * u_pstride
-  int64_t v_floats = 0;   ///< transformed input of one pass: points * v_pstride
-  int64_t m_floats = 0;   ///< GEMM output of one pass: chunk * points * m_kstride
+  /// Groups whose passes run side by side, phase by phase (V and M of each in turn): all of
+  /// them where every group's tiles make one pass and their V and M together stay within the
+  /// pass's byte budget, else 1. Fewer, larger parallel phases for small grouped layers.
+  int64_t pass_groups = 1;
+  int64_t u_floats = 0;  ///< transformed weights, all groups: groups * points * u_pstride
+  int64_t v_group = 0;   ///< one group's transformed input of one pass: points * v_pstride
+  int64_t m_group = 0;   ///< one group's GEMM output of one pass: chunk * points * m_kstride
+  int64_t v_floats = 0;  ///< transformed input of one pass: pass_groups * v_group
+  int64_t m_floats = 0;  ///< GEMM output of one pass: pass_groups * m_group
 };
 
 /// Rounds a float count up to an odd number of 64-byte lines (see Geometry's strides).

@@ -25,7 +25,12 @@
 //   M  [t][p][Kp*]              GEMM output; the output transform reads 8 channels of one tile
 //      per vector, and one tile's P rows are adjacent.   size tiles_per_pass * P * Kp*
 // Workspace = 4 * (U + V + M) bytes for a pass of g.chunk tiles (U unused with packed weights);
-// g.chunk keeps V + M near 12 MiB (make_geometry, winograd.cpp).
+// g.chunk keeps V + M near 12 MiB (make_geometry, winograd.cpp). Where every group's tiles make
+// one pass and all groups' V and M fit that budget, they lie side by side (g.pass_groups of
+// each) and every phase of a shared pass runs over all groups at once: a third of the barriers,
+// and 2 x 4 GEMM jobs for two threads instead of 4 per group (alexnet conv5 m4 one-shot, 2
+// threads, alternating builds: AVX-512 0.52-0.58 -> 0.48-0.51 ms, conv4 0.82-0.85 -> 0.72-0.76,
+// conv2 (5x5) 0.93-0.95 -> 0.84-0.88; AVX2 cap 3-5% faster; one thread unchanged).
 //
 // One-shot (no packed weights), step 1 costs writing U, P/r^2 times the weights (4x for F(4,3)),
 // which bounds it by store bandwidth rather than arithmetic. When the tiles make one shared pass
@@ -453,7 +458,25 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
                   float* v, float* mbuf, int threads) {
   const int64_t P = g.points, HW = p.H * p.W, OHW = g.OH * g.OW;
   const int64_t kjobs = (g.Kp + job_channels(s) - 1) / job_channels(s);
+  const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK, per_job = job_channels(s) / kBlockK;
+  const int64_t runs = (g.Cg + kWeightRun - 1) / kWeightRun;
+  // A thread's U slice for one GEMM job: job_channels x C/g floats per point.
+  const int64_t job_u = job_u_floats(g, s), job_pstride = job_u / P;
   const bool whole = g.row_lo == 0 && g.row_end == g.OH && g.col_lo == 0 && g.col_end == g.OW;
+  // One-shot with the tiles in one shared pass, and room for the threads' slices in the U
+  // region: the transform is fused into the GEMM jobs below. Otherwise every pass reads all of
+  // U, so it is transformed first.
+  const bool fused = w && !s.per_thread && g.chunk >= g.tiles && threads * job_u <= P * g.u_pstride;
+  const int64_t merge = fused ? fused_jobs_merged(g, s, threads) : 1;
+  const int64_t merged = (kjobs + merge - 1) / merge;
+  // Groups side by side (g.pass_groups): each phase below runs over all of them at once.
+  const int64_t batch = s.per_thread ? 1 : g.pass_groups;
+  // Per group: its input, U, transform output, bias, output and weights.
+  auto xg = [&](int64_t grp) { return x + grp * g.Cg * HW; };
+  auto ug = [&](int64_t grp) { return u + grp * P * g.u_pstride; };
+  auto bias_g = [&](int64_t grp) { return bias ? bias + grp * g.Kg : nullptr; };
+  auto yg = [&](int64_t grp) { return y + grp * g.Kg * OHW; };
+  auto wg = [&](int64_t grp) { return w + grp * g.Kg * g.Cg * R * R; };
   // Shared passes split the input transform into blocks of channels and the output transform
   // into blocks of tiles, so that small passes still give every thread work.
   constexpr int64_t kChannelBlock = 16, kGroupBlock = 16, kTileBlock = 4;
@@ -463,28 +486,16 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
 #pragma omp for schedule(static) nowait
       for (int64_t plane = 0; plane < p.N * p.K; ++plane) fill_outside_core(p, g, plane, bias, y);
     }
-    for (int64_t grp = 0; grp < p.groups; ++grp) {
-      const float* xg = x + grp * g.Cg * HW;
-      const float* ug = u + grp * P * g.u_pstride;
-      const float* bias_g = bias ? bias + grp * g.Kg : nullptr;
-      float* yg = y + grp * g.Kg * OHW;
-      const float* wg = w ? w + grp * g.Kg * g.Cg * R * R : nullptr;
-      float* ug_fill = u_fill ? u_fill + grp * P * g.u_pstride : nullptr;
-      const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK, per_job = job_channels(s) / kBlockK;
-      const int64_t runs = (g.Cg + kWeightRun - 1) / kWeightRun;
-      // A thread's U slice for one GEMM job: job_channels x C/g floats per point.
-      const int64_t job_u = job_u_floats(g, s), job_pstride = job_u / P;
-      // One-shot with the tiles in one shared pass, and room for the threads' slices in the U
-      // region: the transform is fused into the GEMM jobs below. Otherwise every pass reads all
-      // of U, so it is transformed first.
-      const bool fused =
-          wg && !s.per_thread && g.chunk >= g.tiles && threads * job_u <= P * g.u_pstride;
-      const int64_t merge = fused ? fused_jobs_merged(g, s, threads) : 1;
-      if (wg && !fused) {
-#pragma omp for collapse(2) schedule(static)
-        for (int64_t kb = 0; kb < kblocks; ++kb)
-          for (int64_t r = 0; r < runs; ++r)
-            weight_run<M, R>(g, wg, kb, r * kWeightRun, ug_fill + kb * kBlockK * g.Cg, g.u_pstride);
+    for (int64_t grp0 = 0; grp0 < p.groups; grp0 += batch) {
+      const int64_t gn = std::min(batch, p.groups - grp0);
+      if (w && !fused) {
+#pragma omp for collapse(3) schedule(static)
+        for (int64_t gi = 0; gi < gn; ++gi)
+          for (int64_t kb = 0; kb < kblocks; ++kb)
+            for (int64_t r = 0; r < runs; ++r)
+              weight_run<M, R>(g, wg(grp0 + gi), kb, r * kWeightRun,
+                               u_fill + (grp0 + gi) * P * g.u_pstride + kb * kBlockK * g.Cg,
+                               g.u_pstride);
       }
       if (s.per_thread) {
         // Thread i owns V slice i and tiles [i*sub, (i+1)*sub) of M.
@@ -498,12 +509,12 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
           // V rows as long as this pass needs: passes shorter than the slice's longest would
           // leave its L2 lines partly unused.
           const int64_t ld = (nt + kVec - 1) / kVec * kVec, v_pstride = odd_lines(g.Cg * ld);
-          input_tiles<M, R>(p, g, xg, first, nt, 0, ld / kVec, 0, g.Cg, my_v, ld, v_pstride);
+          input_tiles<M, R>(p, g, xg(grp0), first, nt, 0, ld / kVec, 0, g.Cg, my_v, ld, v_pstride);
           for (int64_t pt = 0; pt < P; ++pt)
             for (int64_t kj = 0; kj < kjobs; ++kj)
-              gemm_job(g, s, ug + kj * job_channels(s) * g.Cg, g.u_pstride, my_v, ld, v_pstride,
-                       my_m, nt, pt, kj);
-          output_tiles<M, R>(p, g, my_m, first, 0, nt, bias_g, yg);
+              gemm_job(g, s, ug(grp0) + kj * job_channels(s) * g.Cg, g.u_pstride, my_v, ld,
+                       v_pstride, my_m, nt, pt, kj);
+          output_tiles<M, R>(p, g, my_m, first, 0, nt, bias_g(grp0), yg(grp0));
         }
         continue;
       }
@@ -512,48 +523,56 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
         const int64_t tgroups = (nt + kVec - 1) / kVec;
         const int64_t cblocks = (g.Cg + kChannelBlock - 1) / kChannelBlock;
         const int64_t gblocks = (tgroups + kGroupBlock - 1) / kGroupBlock;
-#pragma omp for collapse(2) schedule(static)
-        for (int64_t gb = 0; gb < gblocks; ++gb)
-          for (int64_t cb = 0; cb < cblocks; ++cb)
-            input_tiles<M, R>(p, g, xg, first, nt, gb * kGroupBlock,
-                              std::min(tgroups, (gb + 1) * kGroupBlock), cb * kChannelBlock,
-                              std::min(g.Cg, (cb + 1) * kChannelBlock), v, g.chunk_pad,
-                              g.v_pstride);
+#pragma omp for collapse(3) schedule(static)
+        for (int64_t gi = 0; gi < gn; ++gi)
+          for (int64_t gb = 0; gb < gblocks; ++gb)
+            for (int64_t cb = 0; cb < cblocks; ++cb)
+              input_tiles<M, R>(p, g, xg(grp0 + gi), first, nt, gb * kGroupBlock,
+                                std::min(tgroups, (gb + 1) * kGroupBlock), cb * kChannelBlock,
+                                std::min(g.Cg, (cb + 1) * kChannelBlock), v + gi * g.v_group,
+                                g.chunk_pad, g.v_pstride);
         if (fused) {
           // Each job transforms its output channels' weights for every point into its thread's
           // small slice of the U region, which its GEMMs then read from L2 and the next job
           // overwrites there. All of U (P/r^2 times the weights) never goes to memory.
-          float* my_u = ug_fill + omp_get_thread_num() * merge * job_u;
-          const int64_t merged = (kjobs + merge - 1) / merge;
-#pragma omp for schedule(dynamic)
-          for (int64_t mj = 0; mj < merged; ++mj) {
-            const int64_t kj0 = mj * merge, kj1 = std::min(kjobs, kj0 + merge);
-            // Straight into the slice: it stays in L2, so the P interleaved rows cost less
-            // than weight_run's copy out of L1 (alexnet conv5 m4 one-shot, 2 threads: AVX-512
-            // 0.74-0.77 -> 0.61-0.62 ms, AVX2 cap 0.78 -> 0.65 ms).
-            for (int64_t kb = kj0 * per_job; kb < std::min(kblocks, kj1 * per_job); ++kb) {
-              const int64_t kw = std::min<int64_t>(kBlockK, g.Kp - kb * kBlockK);
-              const int64_t kj = kb / per_job;
-              float* ukb = my_u + (kj - kj0) * job_u + (kb - kj * per_job) * kBlockK * g.Cg;
-              for (int64_t c = 0; c < g.Cg; ++c)
-                weight_block<M, R>(g, wg, kb * kBlockK, c, ukb + c * kw, job_pstride);
-            }
-            // Point-major, so that V's rows of a point serve every job of the merge from L1/L2.
-            for (int64_t pt = 0; pt < P; ++pt)
-              for (int64_t kj = kj0; kj < kj1; ++kj)
-                gemm_job(g, s, my_u + (kj - kj0) * job_u, job_pstride, v, g.chunk_pad, g.v_pstride,
-                         mbuf, nt, pt, kj);
-          }
-        } else {
+          float* my_u = u_fill + grp0 * P * g.u_pstride + omp_get_thread_num() * merge * job_u;
 #pragma omp for collapse(2) schedule(dynamic)
-          for (int64_t pt = 0; pt < P; ++pt)
-            for (int64_t kj = 0; kj < kjobs; ++kj)
-              gemm_job(g, s, ug + kj * job_channels(s) * g.Cg, g.u_pstride, v, g.chunk_pad,
-                       g.v_pstride, mbuf, nt, pt, kj);
+          for (int64_t gi = 0; gi < gn; ++gi)
+            for (int64_t mj = 0; mj < merged; ++mj) {
+              const int64_t kj0 = mj * merge, kj1 = std::min(kjobs, kj0 + merge);
+              // Straight into the slice: it stays in L2, so the P interleaved rows cost less
+              // than weight_run's copy out of L1 (alexnet conv5 m4 one-shot, 2 threads:
+              // AVX-512 0.74-0.77 -> 0.61-0.62 ms, AVX2 cap 0.78 -> 0.65 ms).
+              for (int64_t kb = kj0 * per_job; kb < std::min(kblocks, kj1 * per_job); ++kb) {
+                const int64_t kw = std::min<int64_t>(kBlockK, g.Kp - kb * kBlockK);
+                const int64_t kj = kb / per_job;
+                float* ukb = my_u + (kj - kj0) * job_u + (kb - kj * per_job) * kBlockK * g.Cg;
+                for (int64_t c = 0; c < g.Cg; ++c)
+                  weight_block<M, R>(g, wg(grp0 + gi), kb * kBlockK, c, ukb + c * kw, job_pstride);
+              }
+              // Point-major, so that V's rows of a point serve every job of the merge from
+              // L1/L2.
+              for (int64_t pt = 0; pt < P; ++pt)
+                for (int64_t kj = kj0; kj < kj1; ++kj)
+                  gemm_job(g, s, my_u + (kj - kj0) * job_u, job_pstride, v + gi * g.v_group,
+                           g.chunk_pad, g.v_pstride, mbuf + gi * g.m_group, nt, pt, kj);
+            }
+        } else {
+#pragma omp for collapse(3) schedule(dynamic)
+          for (int64_t gi = 0; gi < gn; ++gi)
+            for (int64_t pt = 0; pt < P; ++pt)
+              for (int64_t kj = 0; kj < kjobs; ++kj)
+                gemm_job(g, s, ug(grp0 + gi) + kj * job_channels(s) * g.Cg, g.u_pstride,
+                         v + gi * g.v_group, g.chunk_pad, g.v_pstride, mbuf + gi * g.m_group, nt,
+                         pt, kj);
         }
-#pragma omp for schedule(static)
-        for (int64_t tl = 0; tl < nt; tl += kTileBlock)
-          output_tiles<M, R>(p, g, mbuf, first, tl, std::min(nt, tl + kTileBlock), bias_g, yg);
+        const int64_t tblocks = (nt + kTileBlock - 1) / kTileBlock;
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t gi = 0; gi < gn; ++gi)
+          for (int64_t tb = 0; tb < tblocks; ++tb)
+            output_tiles<M, R>(p, g, mbuf + gi * g.m_group, first, tb * kTileBlock,
+                               std::min(nt, (tb + 1) * kTileBlock), bias_g(grp0 + gi),
+                               yg(grp0 + gi));
       }
     }
   }
