@@ -17,8 +17,8 @@ AlignedBuffer::AlignedBuffer(size_t bytes) {
 
 void AlignedBuffer::reserve(size_t bytes) {
   if (bytes <= bytes_ && ptr_) return;
-  ptr_.reset();
-  bytes_ = 0;
+  // The old allocation is freed only once the new one exists: a failed reserve leaves the
+  // buffer as it was.
   // aligned_alloc needs a multiple of the alignment; a zero-byte request still gets one line so
   // data() is never null.
   size_t rounded = (bytes + 63) / 64 * 64;

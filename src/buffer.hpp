@@ -16,7 +16,8 @@ class AlignedBuffer {
   void* data() const { return ptr_.get(); }
   float* floats() const { return static_cast<float*>(ptr_.get()); }
   size_t size() const { return bytes_; }
-  /// Grows to at least `bytes` (contents not kept).
+  /// Grows to at least `bytes` (contents not kept). Throws conv::Error ("workspace: ...") when
+  /// the allocation fails, leaving the buffer as it was.
   void reserve(size_t bytes);
 
  private:

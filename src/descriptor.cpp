@@ -13,6 +13,7 @@
 
 #include "conv/problem.hpp"
 #include "quoted.hpp"
+#include "regular_file.hpp"
 
 namespace conv {
 
@@ -410,6 +411,7 @@ const char* changes_the_convolution(const std::string& word) {
 }
 
 void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem>& out) {
+  require_regular_file(path, "batch file");
   std::ifstream in(path);
   if (!in) throw Error("batch file " + quoted(path) + ": cannot open for reading");
   std::string line, pending;  // pending: a word continued with a trailing backslash

@@ -55,13 +55,12 @@ class DeviceBuffer {
     if (ptr_) ops_->free(ptr_);
     ptr_ = nullptr, size_ = 0;
   }
-  /// Grows to at least `bytes` (contents not kept).
+  /// Grows to at least `bytes` (contents not kept). When the allocation throws, the buffer is
+  /// left as it was: callers still hold its old size (the tuner's shared workspace).
   void reserve(const DeviceOps& ops, size_t bytes) {
     if (ptr_ && ops_ == &ops && bytes <= size_) return;
-    reset();
-    ops_ = &ops;
-    ptr_ = ops.alloc(bytes);
-    size_ = bytes;
+    DeviceBuffer grown(ops, bytes);
+    *this = std::move(grown);
   }
 
  private:

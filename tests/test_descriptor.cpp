@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conv/problem.hpp"
@@ -567,6 +568,19 @@ TEST_CASE("read_batch_file errors name the file and the line") {
     }
     TempFile ok("--dir=FWD_I --cfg=f32 --dt=f32:f32:f32 --alg=WINO ic1ih5oc1kh3\n");
     CHECK(conv::read_batch_file(ok.path()).size() == 1);
+  }
+  SECTION("not a regular file: a FIFO (whose open would block), a device, a directory") {
+    TempFile f("", "fifo");
+    std::filesystem::remove(f.path());
+    REQUIRE(mkfifo(f.path().c_str(), 0600) == 0);
+    CHECK_THROWS_WITH(conv::read_batch_file(f.path()),
+                      Contains(f.path()) && Contains("not a regular file (a FIFO)"));
+    CHECK_THROWS_WITH(conv::read_batch_file("/dev/zero"),
+                      Contains("/dev/zero") && Contains("not a regular file"));
+    CHECK_THROWS_WITH(conv::read_batch_file("/tmp"), Contains("not a regular file (a directory)"));
+    TempFile outer("--batch=/dev/zero\n");
+    CHECK_THROWS_WITH(conv::read_batch_file(outer.path()),
+                      Contains(outer.path() + ":1:") && Contains("not a regular file"));
   }
   SECTION("--batch recursion is bounded") {
     TempFile f("", "self");

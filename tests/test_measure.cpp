@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "buffer.hpp"
 #include "conv/perfdb.hpp"
 #include "conv/tuner.hpp"
 #include "device_ops.hpp"
@@ -349,4 +350,44 @@ TEST_CASE("tune: a check that would outlast the budget or the memory is refused 
   const auto huge = conv::parse_descriptor("mb1ic64ih1024oc1kh31ph15");
   o.budget_ms = 1e9;
   CHECK_THROWS_WITH(conv::tune(huge, o), Catch::Contains("problem: tuning it needs at least"));
+  // An estimate beyond size_t (a 10^9 x 10^9 output) is still printed as what it is.
+  const auto vast = conv::parse_descriptor("mb1ic1ih8iw8oc1kh3kw3oh1000000000ow1000000000");
+  CHECK_THROWS_WITH(conv::tune(vast, o), Catch::Contains("at least 4344") &&
+                                             !Catch::Contains("at least 0 bytes"));
+}
+
+TEST_CASE("tune: a candidate whose workspace exceeds the machine's memory is skipped") {
+  // Padding of 2^30 makes cpu.direct's padded input view 96 GiB for an 8x8 image; Linux would
+  // grant it lazily and page or kill. The other candidates still run (an allocation that
+  // failed here once left the tuner's shared workspace null for them: a crash).
+  const auto p = conv::parse_descriptor("mb1ic1ih8iw8oc1kh3kw3sh1073741824sw1ph1073741824");
+  conv::TuneOptions o;
+  o.threads = 2;
+  o.algo_pattern = "cpu.im2col_gemm,cpu.direct,cpu.fft";
+  const conv::TuneResult r = conv::tune(p, o);
+  int skipped = 0, ok = 0;
+  for (const auto& c : r.candidates) {
+    INFO(c.algo_id << " " << c.config << ": " << c.status << " " << c.message);
+    if (c.algo_id == "cpu.direct") {
+      CHECK(c.status == "skipped");
+      CHECK_THAT(c.message, Catch::Contains("of this machine's"));
+      ++skipped;
+    } else {
+      CHECK(c.status == "ok");
+      ++ok;
+    }
+  }
+  CHECK(skipped >= 1);
+  CHECK(ok >= 2);
+  CHECK(r.find("cpu.fft") != nullptr);
+}
+
+TEST_CASE("AlignedBuffer::reserve that fails leaves the buffer as it was") {
+  conv::AlignedBuffer b(256);
+  b.floats()[0] = 1.5f;
+  void* before = b.data();
+  CHECK_THROWS_WITH(b.reserve(size_t{1} << 62), Catch::Contains("workspace: cannot allocate"));
+  CHECK(b.data() == before);
+  CHECK(b.size() == 256);
+  CHECK(b.floats()[0] == 1.5f);
 }

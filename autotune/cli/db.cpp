@@ -10,6 +10,7 @@
 
 #include "options.hpp"
 #include "quoted.hpp"
+#include "regular_file.hpp"
 #include "report.hpp"
 
 namespace conv::cli {
@@ -191,6 +192,11 @@ struct Reader {
 };
 
 conv::PerfDb::Rows import_json(const std::string& file) {
+  try {
+    conv::require_regular_file(file, "import:");
+  } catch (const conv::Error& e) {
+    throw UsageError(e.what());
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw UsageError("import: " + file + ": cannot be read");
   Json j;

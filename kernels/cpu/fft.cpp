@@ -301,7 +301,8 @@ class Fft final : public Algorithm {
     const size_t need = a.packed_weights ? g.total_bytes - round64(g.w_bytes) : g.total_bytes;
     if (a.workspace_size < need || (need > 0 && !a.workspace))
       throw Error("workspace: cpu.fft " + config + " needs " + std::to_string(need) +
-                  " bytes, got " + std::to_string(a.workspace_size));
+                  " bytes, got " +
+                  (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
     if (!a.x || !a.y || (!a.w && !a.packed_weights))
       throw Error("ForwardArgs: cpu.fft needs x, y and w (or packed_weights)");
     // The workspace layout assumes a 64-byte aligned start; the 64 spare bytes allow for that.

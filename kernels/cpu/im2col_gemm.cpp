@@ -77,9 +77,10 @@ class Im2colGemm final : public Algorithm {
     if (config != "blis" && config != "cols" && config != "rows")
       throw Error("config: cpu.im2col_gemm has \"blis\", \"cols\" and \"rows\", got \"" + config +
                   "\"");
-    if (a.workspace_size < workspace_bytes(p, config))
-      throw Error("workspace: cpu.im2col_gemm needs " + std::to_string(workspace_bytes(p, config)) +
-                  " bytes, got " + std::to_string(a.workspace_size));
+    const size_t need = workspace_bytes(p, config);
+    if (a.workspace_size < need || (need > 0 && !a.workspace))
+      throw Error("workspace: cpu.im2col_gemm needs " + std::to_string(need) + " bytes, got " +
+                  (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
     if (config == "blis")
       blis_threaded(p, a);
     else

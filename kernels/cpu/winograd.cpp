@@ -242,7 +242,8 @@ class Winograd final : public Algorithm {
     const size_t need = workspace_bytes(p, config);
     if (a.workspace_size < need || (need > 0 && !a.workspace))
       throw Error("workspace: cpu.winograd " + config + " needs " + std::to_string(need) +
-                  " bytes, got " + std::to_string(a.workspace_size));
+                  " bytes, got " +
+                  (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
     if (!a.x || !a.y) throw Error(std::string(a.x ? "y" : "x") + ": null tensor");
     if (!a.w && !a.packed_weights) throw Error("w: null and no packed weights");
     require_avx2();

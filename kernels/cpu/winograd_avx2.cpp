@@ -60,6 +60,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "conv/device.hpp"
@@ -421,15 +422,17 @@ void output_tile(const Geometry& g, const float* mt, int rows, int cols, int64_t
 // y for the tiles [first + tl0, first + tl1) of a pass whose M starts at `mbuf`.
 template <int M, int R>
 void output_tiles(const ConvProblem& p, const Geometry& g, const float* mbuf, int64_t first,
-                  int64_t tl0, int64_t tl1, const float* bias_g, float* yg) {
+                  int64_t tl0, int64_t tl1, const float* bias_g, float* yg, int64_t k_lo = 0,
+                  int64_t k_hi = INT64_MAX) {
   const int64_t OHW = g.OH * g.OW, tstride = g.points * g.m_kstride;
+  k_hi = std::min(k_hi, g.Kg);
   TileCursor cur(g, first + tl0);
   for (int64_t tl = tl0; tl < tl1; ++tl, cur.next(g)) {
     const int64_t row = cur.row(g), col = cur.col(g);
     const int rows = static_cast<int>(std::min<int64_t>(M, g.row_end - row));
     const int cols = static_cast<int>(std::min<int64_t>(M, g.col_end - col));
     float* y0 = yg + cur.n * p.K * OHW + row * g.OW + col;
-    for (int64_t k0 = 0; k0 < g.Kg; k0 += kVec)
+    for (int64_t k0 = k_lo; k0 < k_hi; k0 += kVec)
       output_tile<M, R>(g, mbuf + tl * tstride + k0, rows, cols, k0, bias_g, y0 + k0 * OHW);
   }
 }
@@ -556,7 +559,12 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
                 for (int64_t kj = kj0; kj < kj1; ++kj)
                   gemm_job(g, s, my_u + (kj - kj0) * job_u, job_pstride, v + gi * g.v_group,
                            g.chunk_pad, g.v_pstride, mbuf + gi * g.m_group, nt, pt, kj);
+              // The job has every point of its channels: their inverse transform follows while
+              // its M is in L2, with no barrier for the other jobs.
+              output_tiles<M, R>(p, g, mbuf + gi * g.m_group, first, 0, nt, bias_g(grp0 + gi),
+                                 yg(grp0 + gi), kj0 * job_channels(s), kj1 * job_channels(s));
             }
+          continue;
         } else {
 #pragma omp for collapse(3) schedule(dynamic)
           for (int64_t gi = 0; gi < gn; ++gi)

@@ -74,11 +74,12 @@ def _from_results(entries, path):
     return layers
 
 
-def _from_rows(rows, path, fingerprint=None, batch=None):
+def _from_rows(rows, path, fingerprint=None, batch=None, source="input"):
     """Layers from perf database rows ({"winners": [...], "candidates": [...]})."""
-    prints = sorted({r["fingerprint"] for r in rows["winners"] + rows["candidates"]})
+    held = sorted({r["fingerprint"] for r in rows["winners"] + rows["candidates"]})
+    prints = held
     if fingerprint:
-        prints = [f for f in prints if fingerprint in f]
+        prints = [f for f in held if fingerprint in f]
     elif len(prints) > 1:
         try:
             from . import fingerprint as this_device
@@ -87,10 +88,13 @@ def _from_rows(rows, path, fingerprint=None, batch=None):
             prints = [f for f in prints if f == mine] or prints
         except Exception:  # noqa: BLE001 - no extension: the choice below reports it
             pass
+    if not held:
+        raise PlotError("%s: no timings stored in it (an empty perf database)" % source)
     if len(prints) != 1:
         raise PlotError(
             "%s; pass --fingerprint with a substring of one of: %s"
-            % ("no device matches" if not prints else "several devices", ", ".join(prints) or "-")
+            % ("no device matches" if not prints else "several devices",
+               ", ".join(prints or held))
         )
     fp = prints[0]
     cands, first_seen, names, winners = {}, {}, {}, {}
@@ -182,14 +186,14 @@ def load(source, path="oneshot", fingerprint=None, batch_file=None):
             rows = read_perfdb(str(source))
         except Error as e:
             raise PlotError("%s: %s" % (source, e)) from None
-        return _from_rows(rows, path, fingerprint, batch)
+        return _from_rows(rows, path, fingerprint, batch, source)
     try:
         data = json.loads(text)
     except ValueError as e:
         raise PlotError("%s: neither a perf database (SQLite) nor JSON (%s)"
                         % ("<stdin>" if source == "-" else source, e)) from None
     if isinstance(data, dict) and "winners" in data and "candidates" in data:
-        return _from_rows(data, path, fingerprint, batch)
+        return _from_rows(data, path, fingerprint, batch, "<stdin>" if source == "-" else source)
     entries = data if isinstance(data, list) else [data]
     if not all(isinstance(e, dict) for e in entries):
         raise PlotError("%s: JSON, but not tune/explain results or a perf database export"
@@ -289,6 +293,11 @@ def main(argv=None):
                     help="one-shot times (best_forward) or Plan times with packed weights")
     ap.add_argument("--title", help="figure title")
     args = ap.parse_args(argv)
+    out = Path(args.output)
+    if not args.output or args.output.endswith("/") or out.is_dir() or not out.name:
+        print("convtune.plot: -o: %r names no file; give one such as plot.png (PNG and SVG are "
+              "written beside it)" % args.output, file=sys.stderr)
+        return 2
     try:
         layers, device = load(args.input, args.path, args.fingerprint, args.batch)
         outs = draw(layers, args.output, args.title, device, args.path)

@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <string>
@@ -66,6 +67,14 @@ void bind_problem(nb::module_& m) {
             if (!name.is_none() && !nb::try_cast<std::string>(name, label))
               throw conv::Error(std::string("name: expected a str, got ") +
                                 Py_TYPE(name.ptr())->tp_name);
+            // As the CLI and batch files refuse them: printed, they would end or rewrite a line.
+            for (const char c : label)
+              if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+                char hex[8];
+                std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(c));
+                throw conv::Error(std::string("name: control character ") + hex +
+                                  " (not allowed in names)");
+              }
             if (!descriptor.is_none()) {
               if (!nb::isinstance<nb::str>(descriptor))
                 throw conv::Error(

@@ -210,6 +210,13 @@ def test_problem_errors():
         convtune.Problem("mb1ic3zz7")
     with pytest.raises(convtune.Error, match=r"not both"):
         convtune.Problem("mb1ic3ih8oc4kh3", C=3)
+    # Control characters in a name are refused, as the CLI and batch files refuse them.
+    for name in ("a\x01b", "line\nbreak", "del\x7f"):
+        with pytest.raises(convtune.Error, match=r"^name: control character 0x"):
+            convtune.Problem(C=3, H=8, W=8, K=4, R=3, S=3, name=name)
+        with pytest.raises(convtune.Error, match=r"^name: control character 0x"):
+            convtune.Problem("mb1ic3ih8oc4kh3", name=name)
+    assert convtune.Problem(C=3, H=8, W=8, K=4, R=3, S=3, name="conv\u00e9 1").name == "conv\u00e9 1"
 
 
 def test_path_with_nul(tmp_path):

@@ -126,3 +126,28 @@ def test_cli_batch_layers_missing(tuned, tmp_path):
     assert r.returncode == 2
     assert "none of the 1 --batch layers is in the input: t:absent" in r.stderr
     assert not (tmp_path / "none.png").exists()
+
+
+@pytest.mark.parametrize("out", ["", "DIR", "DIR/"])
+def test_cli_output_names_no_file(tuned, tmp_path, out):
+    d, db, _, _ = tuned
+    out = out.replace("DIR", str(tmp_path))
+    r = run_plot(db, "-o", out)
+    assert r.returncode == 2
+    assert r.stderr.startswith("convtune.plot: -o: ")
+    assert "Traceback" not in r.stderr
+    assert list(tmp_path.iterdir()) == []
+    assert not (tmp_path.parent / (tmp_path.name + ".png")).exists()
+
+
+def test_cli_empty_perfdb_and_unknown_device(tuned, tmp_path):
+    d, db, _, _ = tuned
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"winners": [], "candidates": []}))
+    r = run_plot(empty, "-o", tmp_path / "out.png")
+    assert r.returncode == 2
+    assert r.stderr.strip() == "convtune.plot: %s: no timings stored in it (an empty perf database)" % empty
+    # An unmatched --fingerprint lists the devices the file holds.
+    r = run_plot(db, "--fingerprint", "no-such-device", "-o", tmp_path / "out.png")
+    assert r.returncode == 2
+    assert "no device matches; pass --fingerprint with a substring of one of: cpu|" in r.stderr

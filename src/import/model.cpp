@@ -6,6 +6,7 @@
 #include "conv/model.hpp"
 #include "importers.hpp"
 #include "quoted.hpp"
+#include "regular_file.hpp"
 
 namespace conv {
 
@@ -56,9 +57,7 @@ std::pair<std::string, std::vector<int64_t>> parse_input_shape(std::string_view 
 }
 
 ModelFormat model_format(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw Error("model \"" + path + "\": is a directory, not a model file");
+  require_regular_file(path, "model");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("model \"" + path + "\": cannot open for reading");
   const std::string ext = std::filesystem::path(path).extension().string();
