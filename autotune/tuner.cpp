@@ -225,6 +225,9 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double, std::milli>(o.budget_ms));
   const DeviceOps& ops = device_ops(o.device);
+  // Made before anything is measured, so that a bad CONVTUNE_IGNORE_LOAD stops the tune up
+  // front rather than failing every candidate after its check.
+  std::shared_ptr<MeasureEnv> env = o.env ? o.env : measure::system_env(ops, nullptr);
   const int threads = resolve_threads(o.threads);
   const Device::Kind kind = o.device.kind;
 
@@ -424,7 +427,6 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   policy.batch_ms = o.batch_ms;
   policy.budget_ms =
       std::max(0.0, std::chrono::duration<double, std::milli>(deadline - Clock::now()).count());
-  std::shared_ptr<MeasureEnv> env = o.env ? o.env : measure::system_env(ops, nullptr);
   const auto stats = measure::run_rounds(items, *env, policy);
   // Lower bounds of the true times (measure::Stats::lower_ms), one-shot and on the Plan path.
   std::vector<double> lower(r.candidates.size(), 0), plan_lower(r.candidates.size(), 0);

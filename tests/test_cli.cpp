@@ -227,8 +227,20 @@ TEST_CASE("autotune layers and tune --model: every convolution of a network, dup
 TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
   auto none = autotune("");
   CHECK(none.code == 2);
+  CHECK_THAT(none.out, Catch::Contains("a subcommand is required (one of: tune, explain"));
   auto bad_cmd = autotune("frobnicate");
   CHECK(bad_cmd.code == 2);
+  CHECK_THAT(bad_cmd.out, Catch::Contains("unknown subcommand \"frobnicate\" (one of: tune"));
+  auto bad_flag = autotune("--bogus");
+  CHECK(bad_flag.code == 2);
+  CHECK_THAT(bad_flag.out, Catch::Contains("unknown subcommand \"--bogus\""));
+  auto bad_db_cmd = autotune("db frobnicate");
+  CHECK(bad_db_cmd.code == 2);
+  CHECK_THAT(bad_db_cmd.out,
+             Catch::Contains("db: unknown subcommand \"frobnicate\" (one of: show, merge"));
+  auto top_help = autotune("--help");
+  CHECK(top_help.code == 0);
+  CHECK_THAT(top_help.out, Catch::Contains("Usage: autotune"));
   auto bad_desc = autotune("explain 'mb1icXih3'");
   CHECK(bad_desc.code == 2);
   CHECK_THAT(bad_desc.out, Catch::Contains("ic"));

@@ -310,6 +310,20 @@ TEST_CASE("tune: injected times decide the winner, a noisy candidate is measured
   }
 }
 
+TEST_CASE("tune: a bad CONVTUNE_IGNORE_LOAD stops it before any candidate runs") {
+  ::setenv("CONVTUNE_IGNORE_LOAD", "banana", 1);
+  conv::TuneOptions o;
+  o.threads = 1;
+  std::string what;
+  try {
+    conv::tune(conv::parse_descriptor("mb1ic2ih8oc2kh3"), o);
+  } catch (const conv::Error& e) {
+    what = e.what();
+  }
+  ::setenv("CONVTUNE_IGNORE_LOAD", "1", 1);
+  CHECK_THAT(what, Catch::Contains("CONVTUNE_IGNORE_LOAD: expected 0 or 1, got \"banana\""));
+}
+
 TEST_CASE("measure: the real environment reads this process's scheduler statistics") {
   const conv::DeviceOps& ops = conv::device_ops(conv::Device::cpu());
   ::unsetenv("CONVTUNE_IGNORE_LOAD");
@@ -352,8 +366,8 @@ TEST_CASE("tune: a check that would outlast the budget or the memory is refused 
   CHECK_THROWS_WITH(conv::tune(huge, o), Catch::Contains("problem: tuning it needs at least"));
   // An estimate beyond size_t (a 10^9 x 10^9 output) is still printed as what it is.
   const auto vast = conv::parse_descriptor("mb1ic1ih8iw8oc1kh3kw3oh1000000000ow1000000000");
-  CHECK_THROWS_WITH(conv::tune(vast, o), Catch::Contains("at least 4344") &&
-                                             !Catch::Contains("at least 0 bytes"));
+  CHECK_THROWS_WITH(conv::tune(vast, o),
+                    Catch::Contains("at least 4344") && !Catch::Contains("at least 0 bytes"));
 }
 
 TEST_CASE("tune: a candidate whose workspace exceeds the machine's memory is skipped") {

@@ -78,7 +78,8 @@ int run_explain(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
 using namespace conv::cli;
 
 int main(int argc, char** argv) {
-  CLI::App app{"autotune: measure convtune's convolution algorithms and keep the winners"};
+  CLI::App app{"autotune: measure convtune's convolution algorithms and keep the winners",
+               "autotune"};
   app.require_subcommand(1);
   Common common_tune, common_explain, common_show, common_db_show;
   TuneArgs tune_args, explain_args;
@@ -141,6 +142,25 @@ int main(int argc, char** argv) {
   // A MIOpenDriver command line after the subcommand is picked out before CLI11 parses the rest.
   MiopenArgs miopen;
   std::vector<std::string> args(argv + 1, argv + argc);
+  // CLI11 answers a misspelt subcommand with "A subcommand is required", naming nothing.
+  for (auto [parent, at] : {std::pair<CLI::App*, size_t>{&app, 0}, {db, 1}}) {
+    if (at > 0 && (args.empty() || args[0] != "db")) break;
+    const std::string word = args.size() > at ? args[at] : "";
+    if (word == "-h" || word == "--help") break;
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : parent->get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == word;
+    }
+    if (!known) {
+      std::cerr << "autotune: " << (at > 0 ? "db: " : "")
+                << (word.empty() ? std::string("a subcommand is required")
+                                 : "unknown subcommand \"" + word + "\"")
+                << " (one of: " << names << ")\n";
+      return 2;
+    }
+  }
   for (CLI::App* sub : {tune, explain, layers})
     if (!args.empty() && args[0] == sub->get_name()) args = miopen.extract(args, 1, *sub);
   // CLI11 reads "--db=" as "--db" followed by the next argument, which would then be taken as

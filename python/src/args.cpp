@@ -21,9 +21,24 @@ std::string repr_text(nb::handle v) {
   return nb::repr(v).c_str();
 }
 
-// A Python int (bool excluded: stride=True is a mistake, not 1).
+// A Python int, or an integer scalar that says it is one through __index__ (numpy.int64 from
+// an array's shape); bools excluded, Python's and numpy's: stride=True is a mistake, not 1.
 bool is_int(nb::handle v) {
-  return PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr());
+  if (PyBool_Check(v.ptr())) return false;
+  if (PyLong_Check(v.ptr())) return true;
+  const std::string type = py_type_name(v);
+  return PyIndex_Check(v.ptr()) && !PyFloat_Check(v.ptr()) && type != "bool" &&
+         type != "numpy.bool_" && type != "numpy.bool";
+}
+
+// v as int64; false when it does not fit (or its __index__ fails).
+bool to_int64(nb::handle v, int64_t* out) {
+  nb::object index = nb::steal(PyNumber_Index(v.ptr()));
+  if (!index.is_valid()) {
+    PyErr_Clear();
+    return false;
+  }
+  return nb::try_cast<int64_t>(index, *out);
 }
 
 // An int that does not fit int64 is reported with the argument's range, not as a wrong type.
@@ -33,7 +48,7 @@ bool is_int(nb::handle v) {
 
 bool as_int(nb::handle v, int64_t* out, const char* name, const char* range) {
   if (!is_int(v)) return false;
-  if (!nb::try_cast<int64_t>(v, *out)) out_of_range(name, range, v);
+  if (!to_int64(v, out)) out_of_range(name, range, v);
   return true;
 }
 
@@ -59,7 +74,7 @@ int64_t int_arg(nb::handle v, const std::string& name, const char* range) {
   if (!is_int(v))
     throw conv::Error(name + ": expected an int, got " +
                       (v.is_none() ? std::string("None") : py_type_name(v) + " " + repr_text(v)));
-  if (!nb::try_cast<int64_t>(v, x)) out_of_range(name, range, v);
+  if (!to_int64(v, &x)) out_of_range(name, range, v);
   return x;
 }
 

@@ -91,3 +91,18 @@ def test_plan_named_algorithm_and_keywords(rng):
     # A bad descriptor string names the argument that held it.
     with pytest.raises(convtune.Error, match=r'^problem: descriptor "": '):
         convtune.Plan("")
+
+
+def test_numpy_integer_scalars_count_as_ints(rng):
+    # Sizes taken from an array's shape are numpy integers: accepted as ints; numpy bools not.
+    x = rng.standard_normal((1, 3, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    p = convtune.Problem(C=np.int64(3), H=np.int32(9), W=9, K=np.int64(4), R=3, S=3,
+                         stride=(np.int64(2), np.int16(1)), padding=np.int64(1))
+    assert (p.stride, p.C, p.H) == ((2, 1), 3, 9)
+    y = convtune.conv2d(x, w, stride=np.int64(2), padding=np.int64(1))
+    assert_close(y, *conv2d_ref(x, w, stride=(2, 2), padding=1))
+    with pytest.raises(convtune.Error, match=r"^stride: expected an int"):
+        convtune.Problem(C=3, H=9, W=9, K=4, R=3, S=3, stride=np.bool_(True))
+    with pytest.raises(convtune.Error, match=r"must be in"):
+        convtune.Problem(C=np.uint64(2**63), H=9, W=9, K=4, R=3, S=3)
