@@ -221,6 +221,9 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   if (std::string part = unknown_algo_pattern_part(o.algo_pattern); !part.empty())
     throw Error("algo (TuneOptions::algo_pattern): \"" + part +
                 "\" is part of no registered algorithm id");
+  if (!o.algo_pattern.empty() && o.algo_pattern.find_first_not_of(',') == std::string::npos)
+    throw Error("algo (TuneOptions::algo_pattern): \"" + o.algo_pattern +
+                "\" names no algorithm (comma-separated parts of ids)");
   const auto t0 = Clock::now();
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double, std::milli>(o.budget_ms));

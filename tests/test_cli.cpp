@@ -263,6 +263,9 @@ TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
   auto part_algo = autotune("explain mb1ic1ih8oc1kh3 --algo cpu.direct,nothing-matches");
   CHECK(part_algo.code == 2);
   CHECK_THAT(part_algo.out, Catch::Contains("--algo: \"nothing-matches\" matches no"));
+  auto commas = autotune("explain mb1ic1ih8oc1kh3 --algo ,,");
+  CHECK(commas.code == 2);
+  CHECK_THAT(commas.out, Catch::Contains("--algo: \",,\" names no algorithm"));
   auto empty_db = autotune("tune mb1ic1ih8oc1kh3 --db ''");
   CHECK(empty_db.code == 2);
   CHECK_THAT(empty_db.out, Catch::Contains("--db: empty path"));

@@ -162,6 +162,9 @@ struct TuneArgs {
   void check_algo_pattern() const {
     if (std::string part = conv::unknown_algo_pattern_part(algo); !part.empty())
       throw UsageError("--algo: \"" + part + "\" matches no registered algorithm");
+    if (!algo.empty() && algo.find_first_not_of(',') == std::string::npos)
+      throw UsageError("--algo: \"" + algo +
+                       "\" names no algorithm (comma-separated parts of ids)");
   }
   conv::TuneOptions options(const Common& c, const conv::Device& d) const {
     check_algo_pattern();
