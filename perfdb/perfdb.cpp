@@ -18,6 +18,7 @@
 #include <system_error>
 #include <tuple>
 
+#include "iso_date.hpp"
 #include "quoted.hpp"
 #include "schema.hpp"
 #include "sqlite_stmt.hpp"
@@ -230,12 +231,8 @@ std::string storable_message(const std::string& m) {
 
 std::string bad_date(const Stmt& s, int col) {
   if (std::string bad = bad_text(s, col, "date", true); !bad.empty()) return bad;
-  const std::string d = s.text(col);
-  static const char* shape = "dddd-dd-ddTdd:dd:ddZ";
-  bool ok = d.size() == std::strlen(shape);
-  for (size_t i = 0; ok && i < d.size(); ++i)
-    ok = shape[i] == 'd' ? std::isdigit(static_cast<unsigned char>(d[i])) != 0 : d[i] == shape[i];
-  return ok ? "" : "date: malformed date (expected UTC ISO 8601 like 2026-01-31T12:00:00Z)";
+  const std::string why = date_problem(s.text(col));
+  return why.empty() ? "" : "date: " + why;
 }
 
 std::string bad_quality(const Stmt& s, int col) {

@@ -383,6 +383,19 @@ TEST_CASE("autotune db: export and import round-trip every row, check, merge ref
   // Keys that are no problem, or not in canonical form, could never be looked up.
   for (const char* key : {"mb0ic3", "mb1ic3ih16oc8kh3"})
     refused([&](nlohmann::json& e) { e["winners"][0]["key"] = key; }, "winners[0].key: ");
+  // Dates that are no calendar time, or in the future (a row dated 9999 would win every later
+  // merge as the newest); a control character in a fingerprint; a row whose times contradict.
+  refused([](nlohmann::json& e) { e["winners"][0]["date"] = "2026-02-30T12:00:00Z"; },
+          "winners[0].date: not a calendar date");
+  refused([](nlohmann::json& e) { e["candidates"][0]["date"] = "9999-12-31T00:00:00Z"; },
+          "candidates[0].date: in the future");
+  refused([](nlohmann::json& e) { e["winners"][0]["fingerprint"] = "cpu|\x01|x"; },
+          "winners[0].fingerprint: control character");
+  refused(
+      [](nlohmann::json& e) {
+        e["winners"][0]["min_ms"] = 2 * e["winners"][0]["median_ms"].get<double>() + 1;
+      },
+      "winners[0]: expected min_ms <= median_ms <= max_ms");
 }
 
 TEST_CASE("sharded tuning: Slurm and Kubernetes shards, merged, equal an unsharded run") {
@@ -509,6 +522,11 @@ TEST_CASE("autotune db and shards refuse what would lose or corrupt rows") {
   r = shell(autotune() + "db merge '" + odd + "' --into '" + tmp.file("m.sqlite") + "'");
   CHECK(r.code == 1);
   CHECK_THAT(r.out, Catch::Contains("malformed date"));
+  CHECK(conv::PerfDb::open(tmp.file("m.sqlite"), true).rows().winners.empty());
+  sql(odd, "UPDATE winners SET date = '9999-12-31T00:00:00Z'");
+  r = shell(autotune() + "db merge '" + odd + "' --into '" + tmp.file("m.sqlite") + "'");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("date: in the future: 9999-12-31T00:00:00Z"));
   CHECK(conv::PerfDb::open(tmp.file("m.sqlite"), true).rows().winners.empty());
   // Not a regular file: refused before SQLite creates a journal next to it.
   r = shell(autotune() + "db merge '" + a + "' --into /dev/null");

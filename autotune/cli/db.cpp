@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <regex>
 #include <set>
 #include <sstream>
 
+#include "iso_date.hpp"
 #include "options.hpp"
 #include "quoted.hpp"
 #include "regular_file.hpp"
@@ -174,17 +174,22 @@ struct Reader {
     return m;
   }
   std::string date(const Json& o, const std::string& where) const {
-    static const std::regex iso(R"((\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z)");
     std::string d = text(o, where, "date");
-    std::smatch m;
-    auto in = [&](int i, int lo, int hi) {
-      const int v = std::stoi(m[i].str());
-      return v >= lo && v <= hi;
-    };
-    if (!std::regex_match(d, m, iso) || !in(2, 1, 12) || !in(3, 1, 31) || !in(4, 0, 23) ||
-        !in(5, 0, 59) || !in(6, 0, 60))
-      fail(where + ".date", "expected UTC ISO 8601 like 2026-01-31T12:00:00Z");
+    if (const std::string why = conv::date_problem(d); !why.empty()) fail(where + ".date", why);
     return d;
+  }
+  // A device fingerprint is printed in tables and matched as text: no control characters.
+  std::string fingerprint(const Json& o, const std::string& where) const {
+    std::string f = text(o, where, "fingerprint");
+    for (char c : f)
+      if (conv::is_control(c)) fail(where + ".fingerprint", "control character");
+    return f;
+  }
+  // min <= median <= max where known: a row otherwise contradicts itself.
+  void ordered(const std::string& where, double min_ms, double median_ms, double max_ms) const {
+    if ((min_ms >= 0 && median_ms >= 0 && min_ms > median_ms) ||
+        (max_ms >= 0 && median_ms >= 0 && median_ms > max_ms))
+      fail(where, "expected min_ms <= median_ms <= max_ms");
   }
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
     throw UsageError("import: " + file + ": " + where + ": " + what);
@@ -225,7 +230,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     const Json& o = winners[i];
     const std::string w = "winners[" + std::to_string(i) + "]";
     conv::PerfDb::WinnerRow row;
-    row.fingerprint = r.text(o, w, "fingerprint");
+    row.fingerprint = r.fingerprint(o, w);
     row.key = r.key(o, w);
     const std::string path = r.text(o, w, "path");
     if (path != "oneshot" && path != "packed") r.fail(w + ".path", "expected oneshot or packed");
@@ -238,6 +243,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     row.winner.config = r.text(o, w, "config", false);
     row.winner.median_ms = r.num(o, w, "median_ms", false);
     row.winner.min_ms = r.num(o, w, "min_ms");
+    r.ordered(w, row.winner.min_ms, row.winner.median_ms, -1);
     row.winner.quality = r.quality(o, w);
     row.winner.date = r.date(o, w);
     row.winner.version = r.text(o, w, "version", false);
@@ -249,7 +255,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     const std::string w = "candidates[" + std::to_string(i) + "]";
     conv::PerfDb::CandidateRow row;
     conv::PerfCandidate& c = row.candidate;
-    row.fingerprint = r.text(o, w, "fingerprint");
+    row.fingerprint = r.fingerprint(o, w);
     row.key = r.key(o, w);
     c.algo_id = r.text(o, w, "algo");
     c.config = r.text(o, w, "config", false);
@@ -260,6 +266,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     c.median_ms = r.num(o, w, "median_ms");
     c.min_ms = r.num(o, w, "min_ms");
     c.max_ms = r.num(o, w, "max_ms");
+    r.ordered(w, c.min_ms, c.median_ms, c.max_ms);
     c.packed_median_ms = r.num(o, w, "packed_median_ms");
     c.packed_min_ms = r.num(o, w, "packed_min_ms");
     c.max_error = r.num(o, w, "max_error");
