@@ -87,6 +87,8 @@ std::string path_arg(nb::handle v, const char* name) {
       // refuses such a path with ValueError).
       if (out.find('\0') != std::string::npos)
         throw conv::Error(std::string(name) + ": a path must not contain a NUL character");
+      // As the CLI's --db '': an empty path names no file (None is "the default").
+      if (out.empty()) throw conv::Error(std::string(name) + ": empty path");
       return out;
     }
   }

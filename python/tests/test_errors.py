@@ -219,6 +219,17 @@ def test_problem_errors():
     assert convtune.Problem(C=3, H=8, W=8, K=4, R=3, S=3, name="conv\u00e9 1").name == "conv\u00e9 1"
 
 
+def test_empty_paths():
+    # As the CLI's --db '': an empty path names no file; None means the default database.
+    x, w = arrays()
+    with pytest.raises(convtune.Error, match=r"^perfdb: empty path$"):
+        convtune.conv2d(x, w, perfdb="")
+    with pytest.raises(convtune.Error, match=r"^perfdb: empty path$"):
+        convtune.tune("mb1ic3ih8oc4kh3", perfdb="")
+    with pytest.raises(convtune.Error, match=r"^path: empty path$"):
+        convtune.read_batch_file("")
+
+
 def test_path_with_nul(tmp_path):
     # The C library would stop at the NUL and open another file than the one named.
     x, w = arrays()
