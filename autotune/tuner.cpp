@@ -290,6 +290,7 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   }
 
   // Phase 1, per candidate: workspace, bound, one checked run (one-shot, then packed).
+  const double host = host_memory_bytes();
   DeviceBuffer ws, scratch_packed;  // shared by all candidates: one runs at a time
   size_t kept_packed = 0;
   std::deque<Timed> timed;
@@ -314,7 +315,6 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
       c.workspace_bytes = algo.workspace_bytes(p, c.config);
       c.error_bound = algo.error_bound(p, c.config);
       const PerfCandidate* stored = final_measurement(o.measured, algo, c.config);
-      const double host = host_memory_bytes();
       if (c.workspace_bytes > o.workspace_limit) {
         c.status = "skipped";
         c.message =

@@ -178,12 +178,15 @@ struct Reader {
     if (const std::string why = conv::date_problem(d); !why.empty()) fail(where + ".date", why);
     return d;
   }
-  // A device fingerprint is printed in tables and matched as text: no control characters.
-  std::string fingerprint(const Json& o, const std::string& where) const {
-    std::string f = text(o, where, "fingerprint");
-    for (char c : f)
-      if (conv::is_control(c)) fail(where + ".fingerprint", "control character");
-    return f;
+  // Text printed one row per line (a layer name into batch files, a device fingerprint into
+  // tables): no control characters.
+  std::string label(const Json& o, const std::string& where, const char* field,
+                    bool non_empty) const {
+    std::string t = text(o, where, field, non_empty);
+    for (char c : t)
+      if (conv::is_control(c))
+        fail(where + "." + field, "control character (not allowed in names and fingerprints)");
+    return t;
   }
   // min <= median <= max where known: a row otherwise contradicts itself.
   void ordered(const std::string& where, double min_ms, double median_ms, double max_ms) const {
@@ -230,15 +233,12 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     const Json& o = winners[i];
     const std::string w = "winners[" + std::to_string(i) + "]";
     conv::PerfDb::WinnerRow row;
-    row.fingerprint = r.fingerprint(o, w);
+    row.fingerprint = r.label(o, w, "fingerprint", true);
     row.key = r.key(o, w);
     const std::string path = r.text(o, w, "path");
     if (path != "oneshot" && path != "packed") r.fail(w + ".path", "expected oneshot or packed");
     row.path = path == "packed" ? conv::ExecPath::packed : conv::ExecPath::oneshot;
-    row.winner.name = r.text(o, w, "name", false);
-    // As the descriptor parser: a name is printed one descriptor per line into batch files.
-    for (char c : row.winner.name)
-      if (conv::is_control(c)) r.fail(w + ".name", "control character (not allowed in names)");
+    row.winner.name = r.label(o, w, "name", false);  // as the descriptor parser refuses them
     row.winner.algo_id = r.text(o, w, "algo");
     row.winner.config = r.text(o, w, "config", false);
     row.winner.median_ms = r.num(o, w, "median_ms", false);
@@ -255,7 +255,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     const std::string w = "candidates[" + std::to_string(i) + "]";
     conv::PerfDb::CandidateRow row;
     conv::PerfCandidate& c = row.candidate;
-    row.fingerprint = r.fingerprint(o, w);
+    row.fingerprint = r.label(o, w, "fingerprint", true);
     row.key = r.key(o, w);
     c.algo_id = r.text(o, w, "algo");
     c.config = r.text(o, w, "config", false);

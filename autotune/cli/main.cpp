@@ -143,24 +143,23 @@ int main(int argc, char** argv) {
   MiopenArgs miopen;
   std::vector<std::string> args(argv + 1, argv + argc);
   // CLI11 answers a misspelt subcommand with "A subcommand is required", naming nothing.
-  for (auto [parent, at] : {std::pair<CLI::App*, size_t>{&app, 0}, {db, 1}}) {
-    if (at > 0 && (args.empty() || args[0] != "db")) break;
+  auto unknown_subcommand = [&](const CLI::App& parent, size_t at) {
     const std::string word = args.size() > at ? args[at] : "";
-    if (word == "-h" || word == "--help") break;
+    if (word == "-h" || word == "--help") return false;
     std::string names;
     bool known = false;
-    for (const CLI::App* sub : parent->get_subcommands({})) {
+    for (const CLI::App* sub : parent.get_subcommands({})) {
       names += (names.empty() ? "" : ", ") + sub->get_name();
       known = known || sub->get_name() == word;
     }
-    if (!known) {
-      std::cerr << "autotune: " << (at > 0 ? "db: " : "")
-                << (word.empty() ? std::string("a subcommand is required")
-                                 : "unknown subcommand \"" + word + "\"")
-                << " (one of: " << names << ")\n";
-      return 2;
-    }
-  }
+    if (known) return false;
+    std::cerr << "autotune: " << (at > 0 ? parent.get_name() + ": " : "")
+              << (word.empty() ? std::string("a subcommand is required")
+                               : "unknown subcommand \"" + word + "\"")
+              << " (one of: " << names << ")\n";
+    return true;
+  };
+  if (unknown_subcommand(app, 0) || (args[0] == "db" && unknown_subcommand(*db, 1))) return 2;
   for (CLI::App* sub : {tune, explain, layers})
     if (!args.empty() && args[0] == sub->get_name()) args = miopen.extract(args, 1, *sub);
   // CLI11 reads "--db=" as "--db" followed by the next argument, which would then be taken as
