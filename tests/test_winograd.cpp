@@ -610,9 +610,11 @@ TEST_CASE("winograd: per-thread passes cover every tile once, as many per thread
   CHECK(checked >= 40);
 }
 
-TEST_CASE("winograd: the AVX-512 GEMM at every tile count 1..40 and width matches float64") {
-  // Panels of 12-tile blocks (the first prefetching U) and 8, 4, 2, 1-tile remainders, with the
-  // masked 8-wide channel tail.
+TEST_CASE(
+    "winograd: the AVX-512 GEMM at every tile count 1..40 and width matches float64, also "
+    "accumulating") {
+  // Panels of 12-tile blocks (the first prefetching U; a last one of 13) and 8, 4, 2, 1-tile
+  // remainders, with the masked 8-wide channel tail, overwriting and accumulating.
   // Also under the AVX2 cap where the CPU has AVX-512 (Catch2 v2 has no SKIP).
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512vl")) {
@@ -631,28 +633,31 @@ TEST_CASE("winograd: the AVX-512 GEMM at every tile count 1..40 and width matche
     auto u_at = [&](int64_t k, int64_t c) {
       return k < first ? u[c * first + k] : u[16 * C + c * second + (k - 16)];
     };
-    for (int64_t nt = 1; nt <= 40; ++nt) {
-      conv::poison_nan(out.data(), static_cast<int64_t>(out.size()));
-      wg::gemm_avx512(C, u.data(), kw, v.data(), ldv, out.data(), ldo, nt);
-      int bad = 0, written_past = 0;
-      for (int64_t t = 0; t <= nt; ++t)
-        for (int64_t k = 0; k < ldo; ++k) {
-          const float got = out[t * ldo + k];
-          if (t == nt || k >= kw) {
-            written_past += !std::isnan(got);
-            continue;
+    for (int64_t nt = 1; nt <= 40; ++nt)
+      for (bool accumulate : {false, true}) {
+        // accumulate: a second call adds the same sums to the first call's output.
+        if (!accumulate) conv::poison_nan(out.data(), static_cast<int64_t>(out.size()));
+        wg::gemm_avx512(C, u.data(), kw, v.data(), ldv, out.data(), ldo, nt, accumulate);
+        int bad = 0, written_past = 0;
+        for (int64_t t = 0; t <= nt; ++t)
+          for (int64_t k = 0; k < ldo; ++k) {
+            const float got = out[t * ldo + k];
+            if (t == nt || k >= kw) {
+              written_past += !std::isnan(got);
+              continue;
+            }
+            double sum = 0, mag = 0;
+            for (int64_t c = 0; c < C; ++c) {
+              sum += static_cast<double>(u_at(k, c)) * v[c * ldv + t];
+              mag += std::abs(static_cast<double>(u_at(k, c)) * v[c * ldv + t]);
+            }
+            const double times = accumulate ? 2 : 1;
+            bad += !(std::abs(got - times * sum) <= times * 1e-6 * mag);
           }
-          double sum = 0, mag = 0;
-          for (int64_t c = 0; c < C; ++c) {
-            sum += static_cast<double>(u_at(k, c)) * v[c * ldv + t];
-            mag += std::abs(static_cast<double>(u_at(k, c)) * v[c * ldv + t]);
-          }
-          bad += !(std::abs(got - sum) <= 1e-6 * mag);
-        }
-      INFO("kw " << kw << " nt " << nt);
-      CHECK(bad == 0);
-      CHECK(written_past == 0);
-    }
+        INFO("kw " << kw << " nt " << nt << " accumulate " << accumulate);
+        CHECK(bad == 0);
+        CHECK(written_past == 0);
+      }
   }
 }
 
@@ -734,38 +739,53 @@ TEST_CASE("winograd: both schedules, both GEMM kernels, packed and one-shot, mat
   CHECK(per_thread_runs >= 24);
 }
 
-TEST_CASE("winograd: fused one-shot jobs of 64 channels where V overflows the L2") {
+TEST_CASE(
+    "winograd: fused one-shot jobs: merged where V overflows the L2, in channel steps "
+    "where a job's U slice does") {
   if (!has_avx2()) return;
   const bool avx512 = conv::cpu_isa() == conv::CpuIsa::avx512;
   // 26x26 over 160 channels: V of one shared pass (1.3-1.8 MB) is larger than a job's U slice
   // and the two overflow an L2, so the fused jobs are merged; K = 264 ends in a partial GEMM job
-  // (8 channels on AVX-512) inside a partial merge.
-  const auto p = conv::parse_descriptor("mb1ic160ih26iw26oc264kh3kw3ph1pw1");
-  convtest::ReferenceCase ref(p, 47);
-  conv::AlignedBuffer y(p.y_bytes());
-  int merged_runs = 0;
-  for (int m : {2, 4}) {
-    const auto g = wg::make_geometry(p, m);
-    REQUIRE(g.chunk >= g.tiles);  // one shared pass: the fused path
-    conv::AlignedBuffer uf(4 * g.u_floats), v(4 * g.v_floats), mb(4 * g.m_floats);
-    for (bool use512 : {false, true}) {
-      if (use512 && !avx512) continue;
-      for (int threads : {1, 2, 3}) {
-        wg::Schedule s;
-        s.avx512 = use512;
-        const int64_t merge = wg::fused_jobs_merged(g, s, threads);
-        if (threads < 3) CHECK(merge > 1);
-        merged_runs += merge > 1;
-        conv::poison_nan(y.floats(), p.y_elems());
-        conv::poison_nan(uf.floats(), g.u_floats);
-        wg::forward_avx2(p, g, s, ref.x(), ref.w(), uf.floats(), uf.floats(), ref.bias(),
-                         y.floats(), v.floats(), mb.floats(), threads);
-        const auto r = ref.compare(y.floats(), winograd(), "m" + std::to_string(m));
-        INFO("m" << m << (use512 ? " avx512" : " avx2") << " threads " << threads << ", " << merge
-                 << " jobs merged: " << r.max_error << " (bound " << r.bound << ") " << r.where);
-        CHECK(r.ok());
+  // (8 channels on AVX-512) inside a partial merge. 14x14 over 390 channels: a job's U slice is
+  // at least V and the two overflow an L2, so each job transforms and multiplies its channels in
+  // steps (the last one shorter on AVX-512), adding to M after the first.
+  const auto merged = conv::parse_descriptor("mb1ic160ih26iw26oc264kh3kw3ph1pw1");
+  const auto stepped = conv::parse_descriptor("mb1ic390ih14iw14oc264kh3kw3ph1pw1");
+  int merged_runs = 0, stepped_runs = 0;
+  for (const conv::ConvProblem* pp : {&merged, &stepped}) {
+    const conv::ConvProblem& p = *pp;
+    convtest::ReferenceCase ref(p, 47);
+    conv::AlignedBuffer y(p.y_bytes());
+    for (int m : {2, 4}) {
+      const auto g = wg::make_geometry(p, m);
+      REQUIRE(g.chunk >= g.tiles);  // one shared pass: the fused path
+      conv::AlignedBuffer uf(4 * g.u_floats), v(4 * g.v_floats), mb(4 * g.m_floats);
+      for (bool use512 : {false, true}) {
+        if (use512 && !avx512) continue;
+        for (int threads : {1, 2, 3}) {
+          wg::Schedule s;
+          s.avx512 = use512;
+          const int64_t merge = wg::fused_jobs_merged(g, s, threads);
+          const int64_t step = wg::fused_channels(g, s, merge);
+          if (pp == &merged && threads < 3) CHECK(merge > 1);
+          if (pp == &stepped && m == 4) CHECK(step < g.Cg);
+          CHECK((step >= 1 && step <= g.Cg));
+          merged_runs += merge > 1;
+          stepped_runs += step < g.Cg;
+          conv::poison_nan(y.floats(), p.y_elems());
+          conv::poison_nan(uf.floats(), g.u_floats);
+          wg::forward_avx2(p, g, s, ref.x(), ref.w(), uf.floats(), uf.floats(), ref.bias(),
+                           y.floats(), v.floats(), mb.floats(), threads);
+          const auto r = ref.compare(y.floats(), winograd(), "m" + std::to_string(m));
+          INFO(conv::to_descriptor(p)
+               << " m" << m << (use512 ? " avx512" : " avx2") << " threads " << threads << ", "
+               << merge << " jobs merged, steps of " << step << " channels: " << r.max_error
+               << " (bound " << r.bound << ") " << r.where);
+          CHECK(r.ok());
+        }
       }
     }
   }
   CHECK(merged_runs >= 4);
+  CHECK(stepped_runs >= 3);
 }

@@ -176,6 +176,20 @@ int64_t fused_jobs_merged(const Geometry& g, const Schedule& s, int threads) {
   return merge;
 }
 
+int64_t fused_channels(const Geometry& g, const Schedule& s, int64_t merge) {
+  // A job's U slice and V overflowing an L2 (a job's U is P/r^2 times its weights): the slice
+  // went to the last-level cache as the transform wrote it and came back for the GEMMs. Steps of
+  // half an L2 keep a step's slice and V rows in L2 (2 threads, alternating runs, AVX-512:
+  // vgg16 conv5_1 m4 one-shot 2.77-2.86 -> 2.32-2.38 ms in 4 steps, alexnet conv3 1.11 ->
+  // 0.79-0.80 in 3). Not where the jobs are merged for a large V, which the GEMMs stream from
+  // the last-level cache anyway (vgg16 conv4_1: 3.10-3.15 -> 3.17-3.30 ms in 6 steps), nor
+  // where the two fit (alexnet conv5: 0.45-0.49 -> 0.48-0.51 in 2).
+  const int64_t bytes = 4 * (job_u_floats(g, s) + g.v_group);
+  if (merge > 1 || bytes <= kL2WorkingBytes) return g.Cg;
+  const int64_t steps = (2 * bytes + kL2WorkingBytes - 1) / kL2WorkingBytes;
+  return (g.Cg + steps - 1) / steps;
+}
+
 }  // namespace winograd
 
 namespace {
@@ -189,7 +203,9 @@ class Winograd final : public Algorithm {
   // holds them; the GEMMs prefetch U further ahead (same sums).
   // 5: several threads run as many per-thread passes each, of whole 4-tile steps; groups whose
   // tiles make one pass run side by side (same sums).
-  std::string version() const override { return "5"; }
+  // 6: fused one-shot jobs in steps of input channels where a job's U slice and V overflow an
+  // L2; the weight transform's last tap assembled in registers; the GEMMs prefetch V (same sums).
+  std::string version() const override { return "6"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 

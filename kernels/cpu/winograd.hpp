@@ -108,11 +108,18 @@ inline int64_t job_u_floats(const Geometry& g, const Schedule& s) {
 /// while each thread still gets two jobs and the U region holds the threads' larger slices.
 int64_t fused_jobs_merged(const Geometry& g, const Schedule& s, int threads);
 
+/// Input channels per step of a fused one-shot job (1 .. C/g): a job transforms its channels'
+/// weights for this many input channels into its U slice, then runs its GEMMs over them (adding
+/// to M after the first step). C/g (one step) unless the job's U slice and V overflow an L2 and
+/// the jobs are not merged (`merge` from fused_jobs_merged); then steps of about half an L2.
+int64_t fused_channels(const Geometry& g, const Schedule& s, int64_t merge);
+
 /// M[t][kb0 .. kb0 + kw) = U[kb0 ..][c] V[c][t] for nt tiles, kw in {8, 16, 24, 32}: `u` is U's
 /// block at kb0 (the next 16-channel block follows at u + 16 * C), V rows `ldv` apart, M rows
-/// `ldo` apart. AVX-512 (F) only; winograd_avx512.cpp.
+/// `ldo` apart; `accumulate`: += (M holds the sum over earlier channels). AVX-512 (F) only;
+/// winograd_avx512.cpp.
 void gemm_avx512(int64_t C, const float* u, int64_t kw, const float* v, int64_t ldv, float* out,
-                 int64_t ldo, int64_t nt);
+                 int64_t ldo, int64_t nt, bool accumulate = false);
 
 /// U of the 16 output channels from kb0 (zero for those >= K/g) for input channel c: point pt's 16
 /// floats at dst + pt * pstride, as the AVX2 weight transform writes them, 16 filters per zmm.

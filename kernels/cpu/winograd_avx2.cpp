@@ -37,8 +37,9 @@
 // (small images, where this matters most), each GEMM job transforms only its own output
 // channels into a per-thread slice of the U region, which stays in L2 and is overwritten by the
 // thread's next job (jobs of 64 channels where V is too large to stay in L2 beside one slice, so
-// that fewer jobs re-read it); otherwise U is written once, before the first pass, in runs of 16
-// channels per point.
+// that fewer jobs re-read it; steps of input channels, transformed then multiplied, where the
+// slice and V together are: fused_channels); otherwise U is written once, before the first pass,
+// in runs of 16 channels per point.
 //
 // Schedules (make_schedule): with few channels, each thread runs whole passes of a few dozen
 // tiles (transform, GEMMs, inverse transform) in its own slice of V and M, which stay in its L2,
@@ -293,18 +294,22 @@ void input_tiles(const ConvProblem& p, const Geometry& g, const float* xg, int64
 // 9.8-10.3 -> 9.2-9.4, then 9.4-9.8 -> 8.9-9.0; a later session, from 32 to 64 then 128 rows:
 // conv3_2 7.84-8.79 -> 7.52-7.78 -> 7.16-7.41, conv3_1 3.99-4.07 -> 3.75-4.09 -> 3.67-3.76,
 // conv2_2 m6 6.5-6.8 -> 6.2-6.4; 256 no better; one thread and 13x13 to 28x28 layers within
-// the noise).
+// the noise), and V's rows 24 ahead (2 threads, one-shot: alexnet conv3 m4 1.02 -> 0.99 ms,
+// conv5 0.60 -> 0.57, resnet50 res2_3x3 0.58 -> 0.55).
 template <int NR, int MV, bool FETCH = false>
 inline void gemm_block(int64_t C, const float* __restrict u, const float* __restrict v, int64_t ldv,
-                       float* __restrict out, int64_t ldo) {
+                       float* __restrict out, int64_t ldo, bool accumulate) {
   __m256 acc[NR][MV];
 #pragma GCC unroll 8
   for (int j = 0; j < NR; ++j)
 #pragma GCC unroll 2
-    for (int i = 0; i < MV; ++i) acc[j][i] = _mm256_setzero_ps();
+    for (int i = 0; i < MV; ++i)
+      acc[j][i] = accumulate ? _mm256_loadu_ps(out + j * ldo + i * kVec) : _mm256_setzero_ps();
   for (int64_t c = 0; c < C; ++c) {
-    if constexpr (FETCH)
+    if constexpr (FETCH) {
       _mm_prefetch(reinterpret_cast<const char*>(u + (c + 128) * MV * kVec), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(v + (c + 24) * ldv), _MM_HINT_T0);
+    }
     __m256 a[MV];
 #pragma GCC unroll 2
     for (int i = 0; i < MV; ++i) a[i] = _mm256_loadu_ps(u + (c * MV + i) * kVec);
@@ -324,50 +329,61 @@ inline void gemm_block(int64_t C, const float* __restrict u, const float* __rest
 
 template <int MV>
 void gemm_panel(int64_t C, const float* u, const float* v, int64_t ldv, float* out, int64_t ldo,
-                int64_t nt) {
+                int64_t nt, bool acc) {
   constexpr int NR = 6;
   int64_t t = 0;
-  if (nt >= NR) {
-    gemm_block<NR, MV, true>(C, u, v, ldv, out, ldo);
+  if (nt >= NR && nt != NR + 1) {
+    gemm_block<NR, MV, true>(C, u, v, ldv, out, ldo, acc);
     t = NR;
   }
-  for (; t + NR <= nt; t += NR) gemm_block<NR, MV>(C, u, v + t, ldv, out + t * ldo, ldo);
+  for (; t + NR <= nt && nt - t != NR + 1; t += NR)
+    gemm_block<NR, MV>(C, u, v + t, ldv, out + t * ldo, ldo, acc);
+  // 7 left as 4 + 3 rather than 6 + 1, whose 2 FMA chains (MV = 2) wait on the FMA latency
+  // (49-tile passes, 2 threads, one-shot, AVX2 cap: vgg16 conv4_1 m4 4.34 -> 4.24 ms, conv4_2
+  // 8.76 -> 8.60, alexnet conv5 m2 0.796 -> 0.778).
+  if (nt - t == NR + 1) {
+    gemm_block<4, MV>(C, u, v + t, ldv, out + t * ldo, ldo, acc);
+    t += 4;
+  }
   switch (nt - t) {
     case 5:
-      gemm_block<5, MV>(C, u, v + t, ldv, out + t * ldo, ldo);
+      gemm_block<5, MV>(C, u, v + t, ldv, out + t * ldo, ldo, acc);
       break;
     case 4:
-      gemm_block<4, MV>(C, u, v + t, ldv, out + t * ldo, ldo);
+      gemm_block<4, MV>(C, u, v + t, ldv, out + t * ldo, ldo, acc);
       break;
     case 3:
-      gemm_block<3, MV>(C, u, v + t, ldv, out + t * ldo, ldo);
+      gemm_block<3, MV>(C, u, v + t, ldv, out + t * ldo, ldo, acc);
       break;
     case 2:
-      gemm_block<2, MV>(C, u, v + t, ldv, out + t * ldo, ldo);
+      gemm_block<2, MV>(C, u, v + t, ldv, out + t * ldo, ldo, acc);
       break;
     case 1:
-      gemm_block<1, MV>(C, u, v + t, ldv, out + t * ldo, ldo);
+      gemm_block<1, MV>(C, u, v + t, ldv, out + t * ldo, ldo, acc);
       break;
     default:
       break;
   }
 }
 
-// M[t][pt][kj * job_channels ..] for the nt tiles of a pass: one point, one job's channels.
-// `uj` is where U's point 0 holds the job's channels, `pstride` U's point stride.
-void gemm_job(const Geometry& g, const Schedule& s, const float* uj, int64_t pstride,
+// M[t][pt][kj * job_channels ..] for the nt tiles of a pass: one point, one job's channels,
+// summed over the C input channels whose U and V rows `uj` and `v` start at. `uj` is where U's
+// point 0 holds the job's channels, `pstride` U's point stride; `accumulate`: add to M (which
+// holds the sum over earlier channels) instead of overwriting it.
+void gemm_job(const Geometry& g, const Schedule& s, int64_t C, const float* uj, int64_t pstride,
               const float* v, int64_t ld, int64_t v_pstride, float* mbuf, int64_t nt, int64_t pt,
-              int64_t kj) {
+              int64_t kj, bool accumulate = false) {
   const int64_t kb0 = kj * job_channels(s);
   const float* up = uj + pt * pstride;
   float* mp = mbuf + pt * g.m_kstride + kb0;
   const int64_t ldo = g.points * g.m_kstride;
+  const float* vp = v + pt * v_pstride;
   if (s.avx512)
-    gemm_avx512(g.Cg, up, std::min(2 * kBlockK, g.Kp - kb0), v + pt * v_pstride, ld, mp, ldo, nt);
+    gemm_avx512(C, up, std::min(2 * kBlockK, g.Kp - kb0), vp, ld, mp, ldo, nt, accumulate);
   else if (g.Kp - kb0 >= kBlockK)
-    gemm_panel<2>(g.Cg, up, v + pt * v_pstride, ld, mp, ldo, nt);
+    gemm_panel<2>(C, up, vp, ld, mp, ldo, nt, accumulate);
   else
-    gemm_panel<1>(g.Cg, up, v + pt * v_pstride, ld, mp, ldo, nt);
+    gemm_panel<1>(C, up, vp, ld, mp, ldo, nt, accumulate);
 }
 
 // --- output transform -------------------------------------------------------------------------
@@ -464,7 +480,7 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
   const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK, per_job = job_channels(s) / kBlockK;
   const int64_t runs = (g.Cg + kWeightRun - 1) / kWeightRun;
   // A thread's U slice for one GEMM job: job_channels x C/g floats per point.
-  const int64_t job_u = job_u_floats(g, s), job_pstride = job_u / P;
+  const int64_t job_u = job_u_floats(g, s);
   const bool whole = g.row_lo == 0 && g.row_end == g.OH && g.col_lo == 0 && g.col_end == g.OW;
   // One-shot with the tiles in one shared pass, and room for the threads' slices in the U
   // region: the transform is fused into the GEMM jobs below. Otherwise every pass reads all of
@@ -472,6 +488,8 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
   const bool fused = w && !s.per_thread && g.chunk >= g.tiles && threads * job_u <= P * g.u_pstride;
   const int64_t merge = fused ? fused_jobs_merged(g, s, threads) : 1;
   const int64_t merged = (kjobs + merge - 1) / merge;
+  const int64_t jc = job_channels(s);
+  const int64_t fused_c = fused ? fused_channels(g, s, merge) : g.Cg;
   // Groups side by side (g.pass_groups): each phase below runs over all of them at once.
   const int64_t batch = s.per_thread ? 1 : g.pass_groups;
   // Per group: its input, U, transform output, bias, output and weights.
@@ -515,7 +533,7 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
           input_tiles<M, R>(p, g, xg(grp0), first, nt, 0, ld / kVec, 0, g.Cg, my_v, ld, v_pstride);
           for (int64_t pt = 0; pt < P; ++pt)
             for (int64_t kj = 0; kj < kjobs; ++kj)
-              gemm_job(g, s, ug(grp0) + kj * job_channels(s) * g.Cg, g.u_pstride, my_v, ld,
+              gemm_job(g, s, g.Cg, ug(grp0) + kj * job_channels(s) * g.Cg, g.u_pstride, my_v, ld,
                        v_pstride, my_m, nt, pt, kj);
           output_tiles<M, R>(p, g, my_m, first, 0, nt, bias_g(grp0), yg(grp0));
         }
@@ -546,19 +564,24 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
               // Straight into the slice: it stays in L2, so the P interleaved rows cost less
               // than weight_run's copy out of L1 (alexnet conv5 m4 one-shot, 2 threads:
               // AVX-512 0.74-0.77 -> 0.61-0.62 ms, AVX2 cap 0.78 -> 0.65 ms).
-              for (int64_t kb = kj0 * per_job; kb < std::min(kblocks, kj1 * per_job); ++kb) {
-                const int64_t kw = std::min<int64_t>(kBlockK, g.Kp - kb * kBlockK);
-                const int64_t kj = kb / per_job;
-                float* ukb = my_u + (kj - kj0) * job_u + (kb - kj * per_job) * kBlockK * g.Cg;
-                for (int64_t c = 0; c < g.Cg; ++c)
-                  weight_block<M, R>(g, wg(grp0 + gi), kb * kBlockK, c, ukb + c * kw, job_pstride);
+              for (int64_t c0 = 0; c0 < g.Cg; c0 += fused_c) {
+                const int64_t cn = std::min(fused_c, g.Cg - c0), cu = P * odd_lines(jc * cn);
+                for (int64_t kb = kj0 * per_job; kb < std::min(kblocks, kj1 * per_job); ++kb) {
+                  const int64_t kw = std::min<int64_t>(kBlockK, g.Kp - kb * kBlockK);
+                  const int64_t kj = kb / per_job;
+                  float* ukb = my_u + (kj - kj0) * cu + (kb - kj * per_job) * kBlockK * cn;
+                  for (int64_t c = 0; c < cn; ++c)
+                    weight_block<M, R>(g, wg(grp0 + gi), kb * kBlockK, c0 + c, ukb + c * kw,
+                                       cu / P);
+                }
+                // Point-major, so that V's rows of a point serve every job of the merge from
+                // L1/L2.
+                for (int64_t pt = 0; pt < P; ++pt)
+                  for (int64_t kj = kj0; kj < kj1; ++kj)
+                    gemm_job(g, s, cn, my_u + (kj - kj0) * cu, cu / P,
+                             v + gi * g.v_group + c0 * g.chunk_pad, g.chunk_pad, g.v_pstride,
+                             mbuf + gi * g.m_group, nt, pt, kj, c0 > 0);
               }
-              // Point-major, so that V's rows of a point serve every job of the merge from
-              // L1/L2.
-              for (int64_t pt = 0; pt < P; ++pt)
-                for (int64_t kj = kj0; kj < kj1; ++kj)
-                  gemm_job(g, s, my_u + (kj - kj0) * job_u, job_pstride, v + gi * g.v_group,
-                           g.chunk_pad, g.v_pstride, mbuf + gi * g.m_group, nt, pt, kj);
               // The job has every point of its channels: their inverse transform follows while
               // its M is in L2, with no barrier for the other jobs (2 threads, alternating
               // builds: alexnet conv2 m4 0.82-0.85 -> 0.77-0.79 ms, conv3 0.87-0.88 -> 0.85,
@@ -573,7 +596,7 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
           for (int64_t gi = 0; gi < gn; ++gi)
             for (int64_t pt = 0; pt < P; ++pt)
               for (int64_t kj = 0; kj < kjobs; ++kj)
-                gemm_job(g, s, ug(grp0 + gi) + kj * job_channels(s) * g.Cg, g.u_pstride,
+                gemm_job(g, s, g.Cg, ug(grp0 + gi) + kj * job_channels(s) * g.Cg, g.u_pstride,
                          v + gi * g.v_group, g.chunk_pad, g.v_pstride, mbuf + gi * g.m_group, nt,
                          pt, kj);
         }

@@ -37,22 +37,33 @@ namespace {
 // memory, prefetches it 24 rows ahead (the hardware prefetcher starts too late for two streams
 // this short; 8 rows ahead were too few for two threads streaming U at once: vgg16 conv3_2 m4,
 // 2 threads, alternating runs, 5.87-6.12 -> 5.47-5.75 ms, conv3_1 3.09-3.26 -> 3.02-3.14, one
-// thread and the fused passes of alexnet conv3-5 and vgg16 conv4_1 within the noise).
+// thread and the fused passes of alexnet conv3-5 and vgg16 conv4_1 within the noise), and V's
+// rows 24 ahead, which the other thread may have transformed (2 threads, one-shot: alexnet conv3
+// m4 0.84 -> 0.78 ms, conv5 0.49 -> 0.44, vgg16 conv5_1 2.19-2.26 -> 2.06).
 template <int NR, int NV, int LAST, bool FETCH = false>
 inline void block(int64_t C, const float* __restrict u0, const float* __restrict u1,
-                  const float* __restrict v, int64_t ldv, float* __restrict out, int64_t ldo) {
+                  const float* __restrict v, int64_t ldv, float* __restrict out, int64_t ldo,
+                  bool accumulate) {
   constexpr __mmask16 last_mask = LAST == 16 ? 0xFFFF : 0x00FF;
   constexpr int64_t last_stride = LAST;  // an 8-wide block of U is [c][8]
   __m512 acc[NR][NV];
 #pragma GCC unroll 16
-  for (int j = 0; j < NR; ++j)
+  for (int j = 0; j < NR; ++j) {
+    if (accumulate) {
+      acc[j][0] = NV == 1 ? _mm512_maskz_loadu_ps(last_mask, out + j * ldo)
+                          : _mm512_loadu_ps(out + j * ldo);
+      if constexpr (NV == 2) acc[j][1] = _mm512_maskz_loadu_ps(last_mask, out + j * ldo + kBlockK);
+    } else {
 #pragma GCC unroll 2
-    for (int i = 0; i < NV; ++i) acc[j][i] = _mm512_setzero_ps();
+      for (int i = 0; i < NV; ++i) acc[j][i] = _mm512_setzero_ps();
+    }
+  }
   for (int64_t c = 0; c < C; ++c) {
     if constexpr (FETCH) {
       _mm_prefetch(reinterpret_cast<const char*>(u0 + (c + 24) * kBlockK), _MM_HINT_T0);
       if constexpr (NV == 2)
         _mm_prefetch(reinterpret_cast<const char*>(u1 + (c + 24) * last_stride), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(v + (c + 24) * ldv), _MM_HINT_T0);
     }
     __m512 a[NV];
     if constexpr (NV == 1) {
@@ -82,26 +93,34 @@ inline void block(int64_t C, const float* __restrict u0, const float* __restrict
 
 template <int NV, int LAST>
 void panel(int64_t C, const float* u0, const float* u1, const float* v, int64_t ldv, float* out,
-           int64_t ldo, int64_t nt) {
+           int64_t ldo, int64_t nt, bool acc) {
+  // Blocks of 12 tiles, the last of 13 rather than one of 12 and one of 1, whose 2 FMA chains
+  // wait on the FMA latency (26 accumulators still fit the 32 registers; 49-tile passes, 2
+  // threads, one-shot: vgg16 conv4_1 m4 3.15 -> 3.10 ms, conv4_2 5.56 -> 5.30, alexnet conv5 m2
+  // 0.578 -> 0.563).
   int64_t t = 0;
-  if (nt >= 12) {
-    block<12, NV, LAST, true>(C, u0, u1, v, ldv, out, ldo);
-    t = 12;
+  for (; t + 12 <= nt; t += nt - t == 13 ? 13 : 12) {
+    float* o = out + t * ldo;
+    if (nt - t == 13)
+      t == 0 ? block<13, NV, LAST, true>(C, u0, u1, v, ldv, o, ldo, acc)
+             : block<13, NV, LAST>(C, u0, u1, v + t, ldv, o, ldo, acc);
+    else
+      t == 0 ? block<12, NV, LAST, true>(C, u0, u1, v, ldv, o, ldo, acc)
+             : block<12, NV, LAST>(C, u0, u1, v + t, ldv, o, ldo, acc);
   }
-  for (; t + 12 <= nt; t += 12) block<12, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo);
   if (t + 8 <= nt) {
-    block<8, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo);
+    block<8, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo, acc);
     t += 8;
   }
   if (t + 4 <= nt) {
-    block<4, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo);
+    block<4, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo, acc);
     t += 4;
   }
   if (t + 2 <= nt) {
-    block<2, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo);
+    block<2, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo, acc);
     t += 2;
   }
-  if (t < nt) block<1, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo);
+  if (t < nt) block<1, NV, LAST>(C, u0, u1, v + t, ldv, out + t * ldo, ldo, acc);
 }
 
 // 16 filters from kb0: the AVX2 8-filter taps of each half, joined into zmm lanes. (GCC 12 warns
@@ -132,17 +151,17 @@ void weight_block_avx512(const Geometry& g, const float* wg, int64_t kb0, int64_
 }
 
 void gemm_avx512(int64_t C, const float* u, int64_t kw, const float* v, int64_t ldv, float* out,
-                 int64_t ldo, int64_t nt) {
+                 int64_t ldo, int64_t nt, bool accumulate) {
   const float* u1 = u + kBlockK * C;
   switch (kw) {
     case 32:
-      return panel<2, 16>(C, u, u1, v, ldv, out, ldo, nt);
+      return panel<2, 16>(C, u, u1, v, ldv, out, ldo, nt, accumulate);
     case 24:
-      return panel<2, 8>(C, u, u1, v, ldv, out, ldo, nt);
+      return panel<2, 8>(C, u, u1, v, ldv, out, ldo, nt, accumulate);
     case 16:
-      return panel<1, 16>(C, u, u, v, ldv, out, ldo, nt);
+      return panel<1, 16>(C, u, u, v, ldv, out, ldo, nt, accumulate);
     default:
-      return panel<1, 8>(C, u, u, v, ldv, out, ldo, nt);
+      return panel<1, 8>(C, u, u, v, ldv, out, ldo, nt, accumulate);
   }
 }
 
