@@ -566,7 +566,8 @@ class Direct final : public Algorithm {
   // 5: non-temporal stores only of whole cache lines, a line's halves back to back (same sums).
   // 6: position-split tasks copy their view rows as they reach them, no barrier (same sums).
   // 7: vector blocks share the vectors evenly; "_panels" configs (same sums).
-  std::string version() const override { return "7"; }
+  // 8: ymm blocks run two (channel, tap) steps per loop iteration (same sums).
+  std::string version() const override { return "8"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem& p) const override {
