@@ -271,6 +271,9 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
     }
     for (auto& c : a->configs(p)) pending.push_back({a, c});
   }
+  for (const Algorithm* a : all_algorithms())
+    if (a->device() == kind && std::find(view.begin(), view.end(), a) == view.end())
+      r.not_applicable.push_back({std::string(a->id()), "disabled by CONVTUNE_DISABLE"});
 
   Trusted trusted;
   if (o.check && !pending.empty())

@@ -96,7 +96,7 @@ class DescriptorParser {
   }
 
   [[noreturn]] void fail(const std::string& what) const {
-    throw Error("descriptor " + quoted(text_) + ": " + what);
+    throw Error("descriptor " + quoted_head(text_) + ": " + what);
   }
   [[noreturn]] void fail_at(size_t at, const std::string& what) const {
     fail("position " + std::to_string(at) + ": " + what);
@@ -127,7 +127,7 @@ class DescriptorParser {
                         " is not supported: convtune convolutions are 2D (ih/iw, kh/kw, ...)");
     size_t len = 0;
     while (at + len < end_ && std::isalpha(static_cast<unsigned char>(text_[at + len]))) ++len;
-    fail_at(at, "unknown token " + quoted(text_.substr(at, std::max<size_t>(len, 1))) +
+    fail_at(at, "unknown token " + quoted_head(text_.substr(at, std::max<size_t>(len, 1))) +
                     " (expected g mb ic ih iw oc oh ow kh kw sh sw ph pw dh dw or n)");
   }
 
@@ -422,7 +422,7 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
   auto handle = [&](const std::string& word, int at) {
     if (word.rfind("--mb=", 0) == 0) {
       const std::optional<int64_t> mb = parse_size(word.substr(5));
-      if (!mb) fail(at, quoted(word) + ": expected --mb=N with 0 <= N <= 2^31");
+      if (!mb) fail(at, quoted_head(word) + ": expected --mb=N with 0 <= N <= 2^31");
       st.mb = *mb;
     } else if (word == "--reset") {
       st.mb = 0;
@@ -431,7 +431,7 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
       const size_t slash = path.rfind('/');
       if (!file.empty() && file[0] != '/' && slash != std::string::npos)
         file = path.substr(0, slash + 1) + file;  // relative to the including file
-      if (st.depth >= 16) fail(at, quoted(word) + ": batch files nested more than 16 deep");
+      if (st.depth >= 16) fail(at, quoted_head(word) + ": batch files nested more than 16 deep");
       ++st.depth;
       try {
         read_batch(file, st, out);
@@ -440,7 +440,7 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
       }
       --st.depth;
     } else if (const char* why = changes_the_convolution(word)) {
-      fail(at, quoted(word) + ": " + why);
+      fail(at, quoted_head(word) + ": " + why);
     } else if (word[0] == '-') {
       // Other benchdnn options (--conv, --alg, --attr-..., --stag, -v...) choose how a problem
       // is run or checked, not what the forward convolution computes.

@@ -266,7 +266,16 @@ ConvProblem parse_miopen_flags(const std::vector<std::string>& args) {
     p.validate();
   } catch (const Error& e) {
     const Flag* f = flag_of_error(e.what());
-    throw Error("MIOpen flag " + (f ? name_of(*f) : std::string("(problem)")) + ": " + e.what());
+    const std::string what = e.what();
+    // An output size below 1 comes from the kernel, padding and dilation as much as from the
+    // input size: name all four flags (`conv -y 40` alone had blamed -H/--in_h).
+    const bool h = what.find("dilated kernel height") != std::string::npos;
+    if (h || what.find("dilated kernel width") != std::string::npos)
+      throw Error(std::string("MIOpen flags ") +
+                  (h ? "-H/--in_h, -y/--fil_h, -p/--pad_h and -l/--dilation_h: "
+                     : "-W/--in_w, -x/--fil_w, -q/--pad_w and -j/--dilation_w: ") +
+                  what);
+    throw Error("MIOpen flag " + (f ? name_of(*f) : std::string("(problem)")) + ": " + what);
   }
   return p;
 }

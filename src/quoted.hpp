@@ -60,4 +60,14 @@ inline std::string quoted(std::string_view s) {
   return out + "\"";
 }
 
+/// quoted() of `s` when it has at most `max` bytes; else of its first `max` bytes (back to the
+/// start of a UTF-8 sequence) followed by `... (N bytes)`: a whole 300 KB line echoed into an
+/// error message would bury the message.
+inline std::string quoted_head(std::string_view s, size_t max = 200) {
+  if (s.size() <= max) return quoted(s);
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;
+  return quoted(s.substr(0, cut)) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 }  // namespace conv

@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "conv/algorithm.hpp"
+#include "conv/device.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;
@@ -361,4 +363,16 @@ TEST_CASE("autotune warns about an unknown CONVTUNE_DISABLE id and too many thre
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("cpu.nonesuch"));
   CHECK_THAT(r.out, Catch::Contains("known: cpu.depthwise, cpu.winograd"));
+  // Every CPU algorithm disabled: the layer fails naming the variable, not skipped candidates.
+  std::string every_cpu;
+  for (const conv::Algorithm* a : conv::all_algorithms())
+    if (a->device() == conv::Device::Kind::cpu) every_cpu += std::string(a->id()) + ",";
+  ::setenv("CONVTUNE_DISABLE", every_cpu.c_str(), 1);
+  r = autotune("tune 'mb1ic8ih8oc8kh3' --db '" + (tmp.dir / "none.sqlite").string() + "'" + quick);
+  ::unsetenv("CONVTUNE_DISABLE");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("no candidate: every algorithm for the device was excluded "
+                                    "(CONVTUNE_DISABLE, --algo)"));
+  CHECK_THAT(r.out, !Catch::Contains("chosen from the stored ones"));
 }

@@ -370,6 +370,23 @@ TEST_CASE("descriptor errors name the position and the token") {
                       Contains("position 0") && Contains("unknown token \"MB\""));
     CHECK_THROWS_WITH(parse_descriptor("ic3ih5oc1kh1,"), Contains("position 12"));
   }
+  SECTION("a long text is quoted by its head and its length") {
+    // 300 KB of tokens: the message quotes at most 200 bytes, cut back to the start of the UTF-8
+    // sequence at bytes 199-200, and the length.
+    const std::string text =
+        "mb1ic3ih5oc1kh1" + std::string(184, 'x') + "\xc3\xa9" + std::string(300000, 'y');
+    try {
+      parse_descriptor(text);
+      FAIL("no error");
+    } catch (const conv::Error& e) {
+      const std::string what = e.what();
+      CHECK(what.size() < 700);
+      CHECK_THAT(what,
+                 Contains("\"mb1ic3ih5oc1kh1" + std::string(184, 'x') + "\"... (300201 bytes)"));
+      CHECK_THAT(what, Contains("unknown token \"" + std::string(184, 'x')));
+      CHECK_THAT(what, Contains("position 15"));
+    }
+  }
   SECTION("3D tokens") {
     for (const char* tok : {"id", "od", "kd", "sd", "pd", "dd"}) {
       const std::string text = std::string("ic3ih5oc1kh1") + tok + "2";
@@ -658,7 +675,12 @@ TEST_CASE("parse_miopen_flags errors name the flag") {
   CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-j 0")),
                     Contains("-j/--dilation_w") && Contains("ConvProblem.dilation_w"));
   CHECK_THROWS_WITH(conv::parse_miopen_flags(split("-H 2 -y 5")),
-                    Contains("-H/--in_h") && Contains("ConvProblem.H"));
+                    Contains("-H/--in_h, -y/--fil_h, -p/--pad_h and -l/--dilation_h") &&
+                        Contains("ConvProblem.H"));
+  // The default input width (32) with a wider kernel: the kernel's flag is named too.
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("conv -x 40")),
+                    Contains("-W/--in_w, -x/--fil_w, -q/--pad_w and -j/--dilation_w") &&
+                        Contains("kernel width 40"));
 }
 
 TEST_CASE("parse_miopen_flags: whole MIOpenDriver conv command lines as pasted from logs") {

@@ -159,8 +159,9 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
       continue;
     }
     ++measured;
-    const bool nothing_new = std::all_of(r.candidates.begin(), r.candidates.end(),
-                                         [](const auto& x) { return x.from_perfdb; });
+    const bool nothing_new =
+        !r.candidates.empty() && std::all_of(r.candidates.begin(), r.candidates.end(),
+                                             [](const auto& x) { return x.from_perfdb; });
     if (nothing_new) std::cerr << " (nothing needed measuring: chosen from the stored ones)";
     if (!db.read_only()) conv::store_result(db, r);
     layers.push_back(outcome_from_tune(r));
@@ -168,9 +169,15 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
       ++no_winner;
       const bool none_ran = std::all_of(r.candidates.begin(), r.candidates.end(),
                                         [](const auto& x) { return x.status == "skipped"; });
-      std::cerr << (none_ran ? " (no candidate ran: each was skipped, e.g. over --workspace-limit; "
-                               "`autotune explain` says why)"
-                             : " (no candidate was correct: `autotune explain` shows the errors)");
+      if (r.candidates.empty())
+        std::cerr << " (no candidate: every algorithm for the device was excluded "
+                     "(CONVTUNE_DISABLE, --algo) or is not applicable; `autotune explain` says "
+                     "which)";
+      else if (none_ran)
+        std::cerr << " (no candidate ran: each was skipped, e.g. over --workspace-limit; "
+                     "`autotune explain` says why)";
+      else
+        std::cerr << " (no candidate was correct: `autotune explain` shows the errors)";
     } else if (r.complete && !db.read_only()) {
       // The winners as stored, with the date the database gave them.
       layers.back().winner = db.lookup(fingerprint, p.key(), conv::ExecPath::oneshot);

@@ -69,6 +69,16 @@ Layout layout_of(const std::string& name) {
       got += " of dtype " + str;
     }
   }
+  // nanobind's cast swallows what a raising __dlpack__ said; ask it again for the message.
+  if (nb::hasattr(v, "__dlpack__")) {
+    try {
+      v.attr("__dlpack__")();
+    } catch (nb::python_error& e) {
+      const std::string type = nb::str(e.type().attr("__name__")).c_str();
+      const std::string why = nb::str(e.value()).c_str();
+      throw conv::Error(want + ", got " + got + " whose __dlpack__() raised " + type + ": " + why);
+    }
+  }
   throw conv::Error(want + " (NumPy, or an object with __dlpack__), got " + got);
 }
 

@@ -27,7 +27,7 @@ two is required (convtune.Error naming "problem" otherwise).
 Without algo, the algorithm is chosen like conv2d does, but for the Plan path (its own winner
 in the perf database, timed with packed weights; may tune on a miss, with the GIL released).
 algo/config: run this algorithm id (e.g. "cpu.im2col_gemm") and config (e.g. "m4"; "" = the
-algorithm's default config) instead.
+algorithm's default config) instead; a config without algo raises convtune.Error.
 threads, perfdb, find_mode: as for conv2d.
 
 Then pack_weights(w) once and execute(x) -> numpy.ndarray (N, K, OH, OW) as often as needed.
@@ -37,6 +37,11 @@ class PyPlan {
  public:
   PyPlan(const conv::ConvProblem& p, const std::optional<std::string>& algo,
          const std::string& config, const conv::ForwardOptions& o) {
+    // A config names a variant of one algorithm: without algo= it would be silently dropped.
+    if (!algo && !config.empty())
+      throw conv::Error("config: \"" + config +
+                        "\" needs algo= (the algorithm whose config it is); without algo= the Plan "
+                        "picks both");
     nb::gil_scoped_release unlocked;
     std::string cfg = config;
     if (algo && cfg.empty()) {  // the algorithm's default config (Plan::create names a bad algo)

@@ -84,6 +84,22 @@ def test_dlpack_input(rng):
     assert not hasattr(DLPackOnly(x), "__array__")
 
 
+class RaisingDLPack:
+    def __dlpack__(self, **kwargs):
+        raise RuntimeError("device busy")
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_raising_dlpack_message_is_kept(rng):
+    _, wt, _ = make(rng, 1, 3, 12, 12, 5, 3, 3, 1, False)
+    with pytest.raises(convtune.Error,
+                       match=r"^x: .*RaisingDLPack whose __dlpack__\(\) raised "
+                             r"RuntimeError: device busy"):
+        convtune.conv2d(RaisingDLPack(), wt)
+
+
 def test_read_only_input(rng):
     x, wt, _ = make(rng, 1, 3, 12, 12, 5, 3, 3, 1, False)
     x.setflags(write=False)

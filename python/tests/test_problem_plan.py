@@ -81,6 +81,9 @@ def test_plan_named_algorithm_and_keywords(rng):
         plan.execute(x[:, :2].copy(), w)
     with pytest.raises(convtune.Error):
         convtune.Plan('mb1ic3ih9oc2kh3', algo="cpu.no_such_algorithm")
+    # A config without the algorithm it belongs to is refused, not ignored.
+    with pytest.raises(convtune.Error, match=r'^config: "m4" needs algo='):
+        convtune.Plan('mb1ic3ih9oc2kh3', config="m4")
     # Neither a problem nor its fields: an error naming the argument, not a tuned default.
     with pytest.raises(convtune.Error, match=r"^problem: Plan needs"):
         convtune.Plan()
