@@ -44,8 +44,11 @@ std::vector<const Algorithm*> registry() {
   std::vector<std::string> disabled;
   if (const char* env = std::getenv("CONVTUNE_DISABLE")) {
     std::stringstream ss(env);
-    for (std::string id; std::getline(ss, id, ',');)
-      if (!id.empty()) disabled.push_back(id);
+    for (std::string id; std::getline(ss, id, ',');) {
+      // "cpu.fft, cpu.direct": the spaces around an id are not part of it.
+      const size_t b = id.find_first_not_of(" \t"), e = id.find_last_not_of(" \t");
+      if (b != std::string::npos) disabled.push_back(id.substr(b, e - b + 1));
+    }
   }
   for (const auto& d : disabled) {
     if (find_algorithm(d)) continue;

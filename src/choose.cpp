@@ -56,6 +56,20 @@ bool usable(const ConvProblem& p, const std::string& algo_id, const std::string&
   return false;
 }
 
+// Why no algorithm could be chosen for `key`: every one for the device disabled, or none correct
+// within the workspace limit (`what`: "runs" or "computes it correctly").
+[[noreturn]] void no_algorithm(const std::string& key, const ForwardOptions& o, const char* what) {
+  const auto enabled = registry();
+  if (std::none_of(enabled.begin(), enabled.end(),
+                   [&](const Algorithm* a) { return a->device() == o.device.kind; }))
+    throw Error("CONVTUNE_DISABLE: every algorithm for " + o.device.name() +
+                " is disabled, so none runs " + key);
+  if (o.workspace_limit == std::numeric_limits<size_t>::max())
+    throw Error(std::string("problem: no algorithm ") + what + " " + key);
+  throw Error("workspace_limit: no algorithm " + std::string(what) + " " + key + " within " +
+              std::to_string(o.workspace_limit) + " bytes of workspace");
+}
+
 // A cheap rule for find mode "heuristic": the vendor library when it applies, else direct.
 Choice heuristic_choice(const ConvProblem& p, const ForwardOptions& o) {
   const char* order[] = {"cpu.onednn", "cpu.direct", "cpu.im2col_gemm"};
@@ -73,8 +87,7 @@ Choice heuristic_choice(const ConvProblem& p, const ForwardOptions& o) {
                &c))
       return c;
   }
-  throw Error("workspace_limit: no algorithm for " + p.key() + " fits in " +
-              std::to_string(o.workspace_limit) + " bytes");
+  no_algorithm(p.key(), o, "runs");
 }
 
 // One line per kind of trouble (and per file) per process, not one per call.
@@ -211,9 +224,7 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
       if (have_user) t.measured = layers.front().candidates(fingerprint, pkey);
       TuneResult r = tune(p, t);
       const int i = path == ExecPath::packed ? r.packed_winner : r.winner;
-      if (i < 0)
-        throw Error("workspace_limit: no correct algorithm for " + pkey + " within " +
-                    std::to_string(o.workspace_limit) + " bytes of workspace");
+      if (i < 0) no_algorithm(pkey, o, "computes correctly");
       if (have_user && !layers.front().read_only()) {
         try {
           store_result(layers.front(), r);

@@ -138,7 +138,7 @@ class DescriptorParser {
     const std::string_view digits = text_.substr(at, pos_ - at);
     const std::optional<int64_t> v = parse_size(digits);
     if (!v)
-      fail_at(at, "number " + std::string(digits) + " after " + quoted(tok) +
+      fail_at(at, "number " + quoted_head(digits) + " after " + quoted(tok) +
                       " is too large (at most 2^31 = " + std::to_string(kMaxValue) + ")");
     return *v;
   }

@@ -112,6 +112,25 @@ TEST_CASE("best_forward: find mode heuristic stores nothing, db_only fails on a 
                     Catch::Contains("db_only"));
 }
 
+TEST_CASE("best_forward: every algorithm disabled names CONVTUNE_DISABLE, tuned or heuristic") {
+  TempDb db;
+  std::string every_cpu;
+  for (const conv::Algorithm* a : conv::all_algorithms())
+    if (a->device() == conv::Device::Kind::cpu) every_cpu += std::string(a->id()) + ",";
+  ScopedEnv env("CONVTUNE_DISABLE", every_cpu);
+  const auto p = small_problem();
+  conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());
+  conv::fill_uniform(x.floats(), p.x_elems(), 1);
+  conv::fill_uniform(w.floats(), p.w_elems(), 2);
+  for (conv::FindMode mode : {conv::FindMode::tune, conv::FindMode::heuristic}) {
+    conv::clear_winner_cache();
+    auto o = fast_options(db.path);
+    o.find_mode = mode;
+    CHECK_THROWS_WITH(conv::best_forward(p, x.floats(), w.floats(), nullptr, y.floats(), o),
+                      Catch::StartsWith("CONVTUNE_DISABLE: every algorithm for"));
+  }
+}
+
 TEST_CASE("best_forward: CONVTUNE_FIND_MODE overrides the options") {
   TempDb db;
   conv::clear_winner_cache();

@@ -375,4 +375,13 @@ TEST_CASE("autotune warns about an unknown CONVTUNE_DISABLE id and too many thre
   CHECK_THAT(r.out, Catch::Contains("no candidate: every algorithm for the device was excluded "
                                     "(CONVTUNE_DISABLE, --algo)"));
   CHECK_THAT(r.out, !Catch::Contains("chosen from the stored ones"));
+  // A 10,000-byte option value is not echoed whole (CLI11's messages and ours).
+  for (const std::string& args : {"tune 'mb1ic8ih8oc8kh3' --algo " + std::string(10000, 'x'),
+                                  "tune --zz" + std::string(10000, 'z')}) {
+    r = autotune(args);
+    INFO(r.out.substr(0, 300));
+    CHECK(r.code == 2);
+    CHECK(r.out.size() < 3000);
+    CHECK_THAT(r.out, Catch::Contains(" bytes)"));
+  }
 }

@@ -409,6 +409,14 @@ TEST_CASE("descriptor errors name the position and the token") {
                           Contains("too large"));
     CHECK_THROWS_WITH(parse_descriptor("mb99999999999999999999999ic1ih5oc1kh1"),
                       Contains("position 2") && Contains("too large"));
+    // 100,000 digits: quoted by their head and length, not echoed whole.
+    try {
+      parse_descriptor("mb1ic3ih" + std::string(100000, '9'));
+      FAIL("no error");
+    } catch (const conv::Error& e) {
+      CHECK(std::string(e.what()).size() < 700);
+      CHECK_THAT(e.what(), Contains("\"... (100000 bytes) after \"ih\" is too large"));
+    }
   }
   SECTION("duplicate token") {
     CHECK_THROWS_WITH(parse_descriptor("mb1ic3ih5ic4oc1kh1"), Contains("position 9") &&
@@ -441,6 +449,15 @@ TEST_CASE("descriptor errors name the position and the token") {
     CHECK_THROWS_WITH(parse_descriptor("ic1ih1oc1kh1oh2147483647sh2ph0"),
                       Contains("\"oh\"") && Contains("too large"));
   }
+}
+
+TEST_CASE("conv::Error keeps a long message's head and says how long it was") {
+  // 1023 bytes, then a 2-byte UTF-8 sequence across the 1024-byte cut: cut before it.
+  const std::string msg = "field: " + std::string(1016, 'a') + "\xc3\xa9" + std::string(5000, 'b');
+  CHECK(std::string(conv::Error(msg).what()) ==
+        msg.substr(0, 1023) + "... (" + std::to_string(msg.size()) + " bytes)");
+  const std::string at_limit(4096, 'c');
+  CHECK(std::string(conv::Error(at_limit).what()) == at_limit);
 }
 
 TEST_CASE("descriptor errors: validate() failures name the token and the field") {

@@ -179,7 +179,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // CLI11's own message (app.exit's format), shortened: it echoes the offending value whole.
+    std::cerr << conv::shorten_message(e.what()) << "\nRun with --help for more information.\n";
     return 2;
   }
   try {
@@ -196,10 +197,10 @@ int main(int argc, char** argv) {
     if (*db_import) return run_db_import(import_files, import_into);
     return run_db_check(check_files);
   } catch (const UsageError& e) {
-    std::cerr << "autotune: " << e.what() << "\n";
+    std::cerr << "autotune: " << conv::shorten_message(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "autotune: error: " << e.what() << "\n";
+    std::cerr << "autotune: error: " << conv::shorten_message(e.what()) << "\n";
     return 1;
   }
 }

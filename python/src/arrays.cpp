@@ -74,6 +74,7 @@ Layout layout_of(const std::string& name) {
     try {
       v.attr("__dlpack__")();
     } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: not bad input
       const std::string type = nb::str(e.type().attr("__name__")).c_str();
       const std::string why = nb::str(e.value()).c_str();
       throw conv::Error(want + ", got " + got + " whose __dlpack__() raised " + type + ": " + why);

@@ -99,6 +99,14 @@ def test_raising_dlpack_message_is_kept(rng):
                              r"RuntimeError: device busy"):
         convtune.conv2d(RaisingDLPack(), wt)
 
+    class InterruptedDLPack(RaisingDLPack):
+        def __dlpack__(self, **kwargs):
+            raise KeyboardInterrupt
+
+    # Not bad input: propagates as it was raised.
+    with pytest.raises(KeyboardInterrupt):
+        convtune.conv2d(InterruptedDLPack(), wt)
+
 
 def test_read_only_input(rng):
     x, wt, _ = make(rng, 1, 3, 12, 12, 5, 3, 3, 1, False)
