@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "conv/error.hpp"
+
 namespace conv {
 
 /// A C0 control character or DEL: what would move a terminal's cursor or end a line.
@@ -65,9 +67,7 @@ inline std::string quoted(std::string_view s) {
 /// error message would bury the message.
 inline std::string quoted_head(std::string_view s, size_t max = 200) {
   if (s.size() <= max) return quoted(s);
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;
-  return quoted(s.substr(0, cut)) + "... (" + std::to_string(s.size()) + " bytes)";
+  return quoted(s.substr(0, utf8_cut(s, max))) + "... (" + std::to_string(s.size()) + " bytes)";
 }
 
 }  // namespace conv

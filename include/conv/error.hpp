@@ -4,18 +4,26 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace conv {
 
-/// `message` itself when it has at most 4096 bytes; else its first 1024 bytes (back to the start
-/// of a UTF-8 sequence) and "... (N bytes)": input echoed into a message (a 300 KB descriptor,
-/// path or option value) must not bury what the message says first.
+/// The largest length <= `max` (< text.size()) at which `text` can be cut without splitting a
+/// UTF-8 sequence: back from `max` over continuation bytes.
+inline size_t utf8_cut(std::string_view text, size_t max) {
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return cut;
+}
+
+/// `message` itself when it has at most 4096 bytes; else its first 1024 bytes (utf8_cut) and
+/// "... (N bytes)": input echoed into a message (a 300 KB descriptor, path or option value) must
+/// not bury what the message says first.
 inline std::string shorten_message(const std::string& message) {
   constexpr size_t kMaxBytes = 4096, kHeadBytes = 1024;
   if (message.size() <= kMaxBytes) return message;
-  size_t cut = kHeadBytes;
-  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xc0) == 0x80) --cut;
-  return message.substr(0, cut) + "... (" + std::to_string(message.size()) + " bytes)";
+  return message.substr(0, utf8_cut(message, kHeadBytes)) + "... (" +
+         std::to_string(message.size()) + " bytes)";
 }
 
 /// Thrown for every rejected input and every failed operation. The message names the offending

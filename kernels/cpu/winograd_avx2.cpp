@@ -476,8 +476,8 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
                   const float* w, float* u_fill, const float* u, const float* bias, float* y,
                   float* v, float* mbuf, int threads) {
   const int64_t P = g.points, HW = p.H * p.W, OHW = g.OH * g.OW;
-  const int64_t kjobs = (g.Kp + job_channels(s) - 1) / job_channels(s);
-  const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK, per_job = job_channels(s) / kBlockK;
+  const int64_t jc = job_channels(s), kjobs = (g.Kp + jc - 1) / jc;
+  const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK, per_job = jc / kBlockK;
   const int64_t runs = (g.Cg + kWeightRun - 1) / kWeightRun;
   // A thread's U slice for one GEMM job: job_channels x C/g floats per point.
   const int64_t job_u = job_u_floats(g, s);
@@ -488,7 +488,6 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
   const bool fused = w && !s.per_thread && g.chunk >= g.tiles && threads * job_u <= P * g.u_pstride;
   const int64_t merge = fused ? fused_jobs_merged(g, s, threads) : 1;
   const int64_t merged = (kjobs + merge - 1) / merge;
-  const int64_t jc = job_channels(s);
   const int64_t fused_c = fused ? fused_channels(g, s, merge) : g.Cg;
   // Groups side by side (g.pass_groups): each phase below runs over all of them at once.
   const int64_t batch = s.per_thread ? 1 : g.pass_groups;
@@ -533,8 +532,8 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
           input_tiles<M, R>(p, g, xg(grp0), first, nt, 0, ld / kVec, 0, g.Cg, my_v, ld, v_pstride);
           for (int64_t pt = 0; pt < P; ++pt)
             for (int64_t kj = 0; kj < kjobs; ++kj)
-              gemm_job(g, s, g.Cg, ug(grp0) + kj * job_channels(s) * g.Cg, g.u_pstride, my_v, ld,
-                       v_pstride, my_m, nt, pt, kj);
+              gemm_job(g, s, g.Cg, ug(grp0) + kj * jc * g.Cg, g.u_pstride, my_v, ld, v_pstride,
+                       my_m, nt, pt, kj);
           output_tiles<M, R>(p, g, my_m, first, 0, nt, bias_g(grp0), yg(grp0));
         }
         continue;
@@ -588,7 +587,7 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
               // conv5 0.475 -> 0.483; AVX2 cap: conv2 0.99-1.00 -> 0.92-0.93, conv3 1.00-1.01 ->
               // 0.95-0.98, vgg16 conv5_1 2.97-3.11 -> 2.92).
               output_tiles<M, R>(p, g, mbuf + gi * g.m_group, first, 0, nt, bias_g(grp0 + gi),
-                                 yg(grp0 + gi), kj0 * job_channels(s), kj1 * job_channels(s));
+                                 yg(grp0 + gi), kj0 * jc, kj1 * jc);
             }
           continue;
         } else {
@@ -596,7 +595,7 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
           for (int64_t gi = 0; gi < gn; ++gi)
             for (int64_t pt = 0; pt < P; ++pt)
               for (int64_t kj = 0; kj < kjobs; ++kj)
-                gemm_job(g, s, g.Cg, ug(grp0 + gi) + kj * job_channels(s) * g.Cg, g.u_pstride,
+                gemm_job(g, s, g.Cg, ug(grp0 + gi) + kj * jc * g.Cg, g.u_pstride,
                          v + gi * g.v_group, g.chunk_pad, g.v_pstride, mbuf + gi * g.m_group, nt,
                          pt, kj);
         }
