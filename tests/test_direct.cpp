@@ -442,6 +442,28 @@ TEST_CASE("cpu.direct_kvec: runs of blocks summed in one tile, every block size 
   CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked >= 56));
 }
 
+TEST_CASE("cpu.direct_kvec: one-shot weights packed chunk by chunk, K tails, 1 to 3 threads") {
+  // One-shot AVX2 blocks whose task covers a whole output-channel block pack each reduction
+  // chunk's weights just before use (direct_kvec.cpp: pack_chunks): hundreds of input channels
+  // in several chunks, 1x1 and 3x3, full blocks and a last block of fewer rows (K tail), and
+  // output-channel blocks enough that every thread's task is one block.
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct_kvec");
+  const std::vector<std::string> descriptors = {
+      "mb1ic400ih7iw7oc70kh1kw1n\"chunks:1x1\"",
+      "mb1ic300ih7iw7oc130kh1kw1n\"chunks:1x1_oc130\"",
+      "mb1ic100ih7iw7oc70kh3kw3ph1pw1n\"chunks:3x3\"",
+  };
+  std::vector<std::string> names = {"oc8", "oc16", "oc24", "oc32"};
+  if (conv::cpu_isa() == conv::CpuIsa::scalar) names.clear();
+  int checked = 0;
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    const conv::ConvProblem p = conv::parse_descriptor(descriptors[i]);
+    convtest::ReferenceCase ref(p, 1500 + i);
+    checked += check_configs(ref, algo, names, {1, 2, 3});
+  }
+  CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked == 36));
+}
+
 TEST_CASE("cpu.direct_kvec: nChw8c views, every block size, 1 to 5 threads") {
   // The nChw8c copy of the stride-phase view (8x8 transposes, scalar edges and padding, row
   // bands per thread) and the kernels summing blocks of 8 channels per tap: strides 2 and 4, and

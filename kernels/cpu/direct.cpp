@@ -221,16 +221,22 @@ int64_t chunk_channels(const ConvProblem& p, const Geometry& g, const Config& cf
   return ceil_div(p.Cg(), chunks);
 }
 
-// 1x1 (flat planes): how far ahead the kernel prefetches its input, 0 for not at all. Eight
-// channels ahead when consecutive channels lie 2 KiB and more apart (past the hardware stride
-// prefetchers) and a vector block's input over one chunk overflows a 32 KiB L1, so every
-// channel block re-reads it from L2 (alternating runs, AVX-512: resnet50 res2_1x1c 0.33 ->
-// 0.30 ms, res3_1x1a_first 0.66 -> 0.60 ms, res4_1x1a_first 0.62 -> 0.59 ms); on inputs that
-// stay in L1, or on 14x14 planes, the prefetches measured 2-7% slower.
-int64_t flat_prefetch_ahead(const Geometry& g, const Config& cfg, int64_t chunk_channels) {
+// 1x1 (flat planes): how far ahead the kernel prefetches its input, 0 for not at all: eight
+// channels, where consecutive channels lie 2 KiB and more apart (past the hardware stride
+// prefetchers). A vector block's input over one chunk that overflows a 32 KiB L1 is re-read from
+// L2 by every channel block, so every block prefetches (alternating runs, AVX-512: resnet50
+// res2_1x1c 0.33 -> 0.30 ms, res3_1x1a_first 0.66 -> 0.60 ms, res4_1x1a_first 0.62 -> 0.59 ms;
+// prefetching in every block of inputs that stay in L1 measured 2-7% slower). One that fits is
+// prefetched by the first block of a run (Block::runs) only, which reads it from L3 or memory
+// (*first_only; alternating calls, 2 threads, Zen 3: res2_1x1c `oc4ow24` 0.64 -> 0.59-0.60 ms,
+// `oc6ow16` 0.63 -> 0.59, mobilenet_v2 pw96_24 and pw16_96 3-8% faster, other 1x1 layers equal);
+// not at all in kb_outer order, whose tasks are runs of one block.
+int64_t flat_prefetch_ahead(const ConvProblem& p, const Geometry& g, const Config& cfg,
+                            int64_t chunk_channels, bool* first_only) {
   const bool far = g.plane * sizeof(float) >= 2048;
   const bool spills = chunk_channels * cfg.vecs * g.lanes * sizeof(float) > 32 * 1024;
-  return far && spills ? 8 * g.plane : 0;
+  *first_only = !spills;
+  return far && (spills || !kb_outer(p, g)) ? 8 * g.plane : 0;
 }
 
 // pack_panel_avx2 (direct_view.hpp) for CPUs without AVX2.
@@ -387,7 +393,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   const int64_t panel_w = cfg.vecs * g.lanes;
   common.x_channel_stride = g.panel ? panel_w : g.plane;
   common.prefetch_ahead = g.panel  ? 0
-                          : g.flat ? flat_prefetch_ahead(g, cfg, cb)
+                          : g.flat ? flat_prefetch_ahead(p, g, cfg, cb, &common.prefetch_first_only)
                                    : prefetch_ahead(p, g);
   common.y_k_stride = g.band ? g.OW : g.OHW;
   common.bias_stride = g.band ? 0 : 1;
@@ -567,7 +573,8 @@ class Direct final : public Algorithm {
   // 6: position-split tasks copy their view rows as they reach them, no barrier (same sums).
   // 7: vector blocks share the vectors evenly; "_panels" configs (same sums).
   // 8: ymm blocks run two (channel, tap) steps per loop iteration (same sums).
-  std::string version() const override { return "8"; }
+  // 9: 1x1 inputs that fit in L1 are prefetched by the first block of a run (same sums).
+  std::string version() const override { return "9"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem& p) const override {

@@ -66,6 +66,9 @@ struct BlockCommon {
   const int64_t* step_x = nullptr;
   int64_t x_channel_stride = 0;  ///< input view floats between channels
   int64_t prefetch_ahead = 0;    ///< floats past a tap's input prefetched; 0: no prefetches
+  /// 1x1: prefetch only in the first output-channel block of a run (Block::runs), whose input
+  /// comes from L3 or memory; the later blocks find it in L1.
+  bool prefetch_first_only = false;
   int64_t w_channel_stride = 0;  ///< weight floats between input channels
   int64_t w_tap_stride = 0;      ///< weight floats between taps
   int64_t w_kb_stride = 0;       ///< weight floats between output-channel blocks (Block::runs)

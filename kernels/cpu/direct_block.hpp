@@ -75,7 +75,7 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r) {
   if constexpr (ONE_TAP) {
     // 1x1: the step is one channel; index registers instead of NV+OC pointer bumps per step.
     int64_t xo = 0, wo = 0;
-    if (const int64_t ahead = c.prefetch_ahead) {
+    if (const int64_t ahead = c.prefetch_ahead; ahead && (r == 0 || !c.prefetch_first_only)) {
       for (int64_t ch = 0; ch < channels; ++ch, xo += xcs, wo += wcs) {
         CONVTUNE_UNROLL for (int j = 0; j < NV; ++j)
             _mm_prefetch(reinterpret_cast<const char*>(xp[j] + xo + ahead), _MM_HINT_T0);
