@@ -20,7 +20,8 @@
 // Weights are packed [g][K/g/(kb*lanes)][C/g][R*S][kb*lanes] (oneDNN's OIhw16o blocking, the last
 // block zero-filled): by a Plan once, or per call into the workspace (for one image, unless
 // output-channel blocks run innermost, each thread packs the blocks of its own tasks into its
-// own slice as it reaches them). The kernel leaves each
+// own slice as it reaches them, or, where an AVX2 task covers a whole block, each reduction
+// chunk of it into an L1 buffer just before the chunk runs). The kernel leaves each
 // block's sums in a small tile, which the driver stores to NCHW (the reorder fused into the
 // last pass, as oneDNN does). A thread's task is a run of position blocks of one output-channel
 // block; tasks run output-channel blocks innermost when the input is the operand that overflows
