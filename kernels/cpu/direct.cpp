@@ -230,13 +230,14 @@ int64_t chunk_channels(const ConvProblem& p, const Geometry& g, const Config& cf
 // prefetched by the first block of a run (Block::runs) only, which reads it from L3 or memory
 // (*first_only; alternating calls, 2 threads, Zen 3: res2_1x1c `oc4ow24` 0.64 -> 0.59-0.60 ms,
 // `oc6ow16` 0.63 -> 0.59, mobilenet_v2 pw96_24 and pw16_96 3-8% faster, other 1x1 layers equal);
-// not at all in kb_outer order, whose tasks are runs of one block.
+// not at all in kb_outer order, whose tasks are runs of one block. That was measured with ymm
+// blocks only (on an AVX2-only CPU), so zmm blocks keep prefetching only inputs that spill.
 int64_t flat_prefetch_ahead(const ConvProblem& p, const Geometry& g, const Config& cfg,
                             int64_t chunk_channels, bool* first_only) {
   const bool far = g.plane * sizeof(float) >= 2048;
   const bool spills = chunk_channels * cfg.vecs * g.lanes * sizeof(float) > 32 * 1024;
   *first_only = !spills;
-  return far && (spills || !kb_outer(p, g)) ? 8 * g.plane : 0;
+  return far && (spills || (g.lanes == 8 && !kb_outer(p, g))) ? 8 * g.plane : 0;
 }
 
 // pack_panel_avx2 (direct_view.hpp) for CPUs without AVX2.
