@@ -158,7 +158,8 @@ Choice named_choice(const ConvProblem& p, const std::string& algo_id, const std:
 }
 
 FindMode effective_find_mode(const ForwardOptions& o) {
-  if (const char* env = std::getenv("CONVTUNE_FIND_MODE")) {
+  // Empty means unset, as for CONVTUNE_MAX_ISA and CONVTUNE_PERFDB.
+  if (const char* env = std::getenv("CONVTUNE_FIND_MODE"); env && *env) {
     try {
       return parse_find_mode(env);
     } catch (const Error& e) {

@@ -1,5 +1,7 @@
 // conv::Plan: choose once (on the packed-weights path), keep the workspace and the packed
 // weights, run many times without any lookup.
+#include <vector>
+
 #include "choose.hpp"
 #include "conv/conv.hpp"
 #include "device_ops.hpp"
@@ -15,7 +17,7 @@ struct Plan::Impl {
   DeviceBuffer workspace;
   DeviceBuffer packed;
   bool has_packed = false;
-  const float* kept_w = nullptr;  // the caller's weights, for algorithms that do not pack
+  const float* kept_w = nullptr;  // a copy of the weights, for algorithms that do not pack
 };
 
 Plan::Plan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -76,8 +78,18 @@ void Plan::pack_weights(const float* w) {
   impl_->ops->check_pointer(w, "w");
   const Choice& c = impl_->choice;
   const size_t bytes = c.algo->packed_weights_bytes(impl_->problem, c.config);
-  if (bytes == 0) {  // this algorithm reads w directly on every call: keep the caller's pointer
-    impl_->kept_w = w;
+  if (bytes == 0) {
+    // This algorithm reads KCRS weights on every call: keep a copy of them, so that, as with the
+    // algorithms that pack, changing the caller's array later never changes what execute()
+    // computes, whichever algorithm was chosen.
+    const size_t wb = static_cast<size_t>(impl_->problem.w_bytes());
+    std::vector<unsigned char> host(wb);
+    void* stream = impl_->options.stream;
+    impl_->ops->download(host.data(), w, wb, stream);
+    impl_->packed.reserve(*impl_->ops, wb);
+    impl_->ops->upload(impl_->packed.data(), host.data(), wb, stream);
+    impl_->ops->synchronize(stream);
+    impl_->kept_w = static_cast<const float*>(impl_->packed.data());
     return;
   }
   impl_->packed.reserve(*impl_->ops, bytes);

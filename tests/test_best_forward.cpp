@@ -148,6 +148,13 @@ TEST_CASE("best_forward: CONVTUNE_FIND_MODE overrides the options") {
         conv::best_forward(p, x.floats(), w.floats(), nullptr, y.floats(), fast_options(db.path)),
         Catch::Contains("CONVTUNE_FIND_MODE"));
   }
+  conv::clear_winner_cache();
+  {
+    ScopedEnv env("CONVTUNE_FIND_MODE", "");  // empty is unset: the options decide
+    conv::ForwardOptions o = fast_options(db.path);
+    o.find_mode = conv::FindMode::heuristic;
+    CHECK(run_checked(p, o).source == conv::ChoiceSource::heuristic);
+  }
 }
 
 TEST_CASE("best_forward: the workspace limit excludes big-workspace candidates") {
@@ -271,20 +278,25 @@ TEST_CASE("conv::forward runs one named algorithm correctly") {
 }
 
 TEST_CASE(
-    "Plan: packed weights give the reference result for every packing algorithm, and weights "
-    "passed to execute() replace them") {
+    "Plan: every algorithm keeps its own packed or copied weights, giving the reference result, "
+    "and weights passed to execute() replace them") {
   const auto p = conv::parse_descriptor("mb2ic16ih14iw15oc24kh3kw3ph1pw1n\"plan\"");
   convtest::ReferenceCase ref(p, 9), other(p, 10);
+  conv::AlignedBuffer w(p.w_bytes());
   for (const conv::Algorithm* a : conv::registry()) {
     if (a->device() != conv::Device::Kind::cpu || !a->applicable(p).ok) continue;
     for (const auto& config : a->configs(p)) {
       auto plan = conv::Plan::create(p, std::string(a->id()), config);
-      plan.pack_weights(ref.w());
+      std::copy(ref.w(), ref.w() + p.w_elems(), w.floats());
+      plan.pack_weights(w.floats());
+      CHECK(plan.has_packed_weights());
+      // The caller may reuse its weight buffer: the Plan packed or copied what it was given
+      // (a Plan that kept the pointer, as one whose algorithm does not pack did, gives NaN).
+      conv::poison_nan(w.floats(), p.w_elems());
       conv::AlignedBuffer y(p.y_bytes());
       for (int rep = 0; rep < 2; ++rep) {  // the packed weights are reused
         conv::poison_nan(y.floats(), p.y_elems());
-        plan.execute(ref.x(), plan.has_packed_weights() ? nullptr : ref.w(), ref.bias(),
-                     y.floats());
+        plan.execute(ref.x(), nullptr, ref.bias(), y.floats());
         auto r = ref.compare(y.floats(), *a, config);
         INFO(a->id() << " " << config << ": " << r.where);
         CHECK(r.nonfinite == 0);

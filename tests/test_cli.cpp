@@ -243,6 +243,8 @@ TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
       {"explain mb1ic1ih8oc1kh3 --algo cpu.direct,nothing-matches",
        "--algo: \"nothing-matches\" matches no"},
       {"explain mb1ic1ih8oc1kh3 --algo ,,", "--algo: \",,\" names no algorithm"},
+      {"tune mb1ic1ih8oc1kh3 --algo '' --db /tmp/convtune-unused.sqlite",
+       "--algo: \"\" names no algorithm"},
   };
   for (const auto& [args, says] : refused) {
     const auto r = autotune(args);

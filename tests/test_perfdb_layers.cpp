@@ -360,6 +360,10 @@ TEST_CASE("autotune db: export and import round-trip every row, check, merge ref
   };
   refused([](nlohmann::json& e) { e["candidates"][1]["median_ms"] = "fast"; },
           "candidates[1].median_ms: expected a number");
+  refused([](nlohmann::json& e) { e["schema"] = -1; }, "schema: expected an integer from 1 to");
+  // A winner that none of its problem's candidates is (an edited algo or config).
+  refused([](nlohmann::json& e) { e["winners"][0]["config"] = "oc4ow24_nonesuch"; },
+          "winners[0]: algo");
   // Byte counts are whole numbers (an export written as 14784.0 still reads).
   for (const double bytes : {1.5, 1e30})
     refused([&](nlohmann::json& e) { e["candidates"][0]["workspace_bytes"] = bytes; },

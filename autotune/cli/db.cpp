@@ -218,6 +218,16 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     r.fail("format", "expected \"convtune perfdb export\" (made by autotune db export --json)");
   if (r.num(j, "", "format_version", false) != 1)
     r.fail("format_version", "this build reads format_version 1");
+  // The source file's schema (informational: the rows are converted), but a bad one means the
+  // file was not written by an export.
+  if (j.contains("schema")) {
+    const Json& v = j["schema"];
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 ||
+        v.get<int64_t>() > conv::PerfDb::schema_version())
+      r.fail("schema", "expected an integer from 1 to " +
+                           std::to_string(conv::PerfDb::schema_version()) + ", got " +
+                           v.dump().substr(0, 40));
+  }
   conv::PerfDb::Rows rows;
   const Json& winners = r.at(j, "", "winners");
   const Json& candidates = r.at(j, "", "candidates");
@@ -279,6 +289,18 @@ conv::PerfDb::Rows import_json(const std::string& file) {
         "c\n" + row.fingerprint + "\n" + row.key + "\n" + c.algo_id + "\n" + c.config;
     once(row_key, w, i);
     rows.candidates.push_back(std::move(row));
+  }
+  // A winner is one of its problem's candidates, where the file has any for the problem.
+  std::set<std::string> problems;
+  for (const auto& c : rows.candidates) problems.insert(c.fingerprint + "\n" + c.key);
+  for (size_t i = 0; i < rows.winners.size(); ++i) {
+    const auto& row = rows.winners[i];
+    if (problems.count(row.fingerprint + "\n" + row.key) &&
+        !seen.count("c\n" + row.fingerprint + "\n" + row.key + "\n" + row.winner.algo_id + "\n" +
+                    row.winner.config))
+      r.fail("winners[" + std::to_string(i) + "]",
+             "algo \"" + row.winner.algo_id + "\" config \"" + row.winner.config +
+                 "\" is none of the file's candidates for its fingerprint and key");
   }
   return rows;
 }

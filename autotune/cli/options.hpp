@@ -120,8 +120,13 @@ struct TuneArgs {
   }
   void add_to(CLI::App* app) {
     add_sources_to(app);
+    // Empty would otherwise mean no filter and answer from a stored winner, which an --algo
+    // run never does.
     app->add_option("--algo", algo,
-                    "only algorithms whose id contains one of these comma-separated substrings");
+                    "only algorithms whose id contains one of these comma-separated substrings")
+        ->check([](const std::string& v) {
+          return v.empty() ? "\"\" names no algorithm (comma-separated parts of ids)" : "";
+        });
     app->add_option("--budget", budget_s, "time budget per problem, seconds")
         ->check(CLI::Range(0.001, 1e6) & finite());
     app->add_option("--rounds", rounds, "interleaved timing rounds per candidate, at least")

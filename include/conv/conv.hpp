@@ -83,8 +83,9 @@ class Plan {
   ~Plan();
 
   /// Transforms and keeps the weights (K x C/g x R x S); later execute() calls may pass a null
-  /// `w`. For algorithms that do not pack, the Plan keeps the pointer instead, so `w` must stay
-  /// valid and unchanged while the Plan uses it. Throws conv::Error for a null `w`.
+  /// `w`. For algorithms that do not pack, the Plan keeps a copy (w_bytes() more bytes), so with
+  /// every algorithm later changes to `w` do not change what execute() computes without a `w`.
+  /// Throws conv::Error for a null `w`.
   void pack_weights(const float* w);
   /// Whether execute() may be called with a null `w`.
   bool has_packed_weights() const;

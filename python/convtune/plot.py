@@ -300,6 +300,9 @@ def main(argv=None):
         return 2
     try:
         layers, device = load(args.input, args.path, args.fingerprint, args.batch)
+        if not any(l["times"] for l in layers):  # as any unusable INPUT: named by its path
+            raise PlotError("%s: no layer with measurements to draw"
+                            % ("<stdin>" if args.input == "-" else args.input))
         outs = draw(layers, args.output, args.title, device, args.path)
     except PlotError as e:
         print("convtune.plot: %s" % e, file=sys.stderr)

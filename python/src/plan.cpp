@@ -57,12 +57,8 @@ class PyPlan {
     const conv::ConvProblem& p = plan_->problem();
     Tensor w = as_tensor(w_obj, "w", 4);
     check_shape(w, "w", {p.K, p.Cg(), p.R, p.S}, "(K, C/groups, R, S)");
-    {
-      nb::gil_scoped_release unlocked;
-      plan_->pack_weights(w.data);
-    }
-    // An algorithm that does not pack keeps the pointer: keep the array alive with it.
-    weights_ = std::move(w);
+    nb::gil_scoped_release unlocked;
+    plan_->pack_weights(w.data);
   }
 
   NumpyArray execute(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj) {
@@ -96,7 +92,6 @@ class PyPlan {
 
  private:
   std::unique_ptr<conv::Plan> plan_;
-  std::optional<Tensor> weights_;
 };
 
 nb::dict choice(const PyPlan& self) {
@@ -145,9 +140,9 @@ void bind_plan(nb::module_& m) {
           nb::arg("fields"))
       .def("pack_weights", &PyPlan::pack_weights, nb::arg("w").none(),
            "Transforms and keeps the weights w (K, C/groups, R, S) float32; execute() may then "
-           "omit w. For an algorithm that does not pack, the Plan keeps a reference to w instead: "
-           "do not modify it in place while the Plan uses it. Raises convtune.Error for a wrong "
-           "shape or dtype.")
+           "omit w. The Plan keeps its own copy (for an algorithm that does not pack, of w as "
+           "given), so modifying w afterwards does not change execute()'s results. Raises "
+           "convtune.Error for a wrong shape or dtype.")
       .def("execute", &PyPlan::execute, nb::arg("x").none(), nb::arg("w").none() = nb::none(),
            nb::arg("bias").none() = nb::none(),
            "Runs the chosen algorithm (GIL released): x (N, C, H, W), w (K, C/groups, R, S) or "

@@ -94,7 +94,7 @@ def test_cli_json_without_measurements(tmp_path, content):
     src.write_text(content)
     r = run_plot(src, "-o", tmp_path / "out.png")
     assert r.returncode == 2
-    assert "no layer with measurements to draw" in r.stderr
+    assert r.stderr.startswith("convtune.plot: %s: no layer with measurements to draw" % src)
     assert "Traceback" not in r.stderr
 
 

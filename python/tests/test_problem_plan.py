@@ -77,6 +77,11 @@ def test_plan_named_algorithm_and_keywords(rng):
     y = plan.execute(x, w)
     ref, scale = conv2d_ref(x, w, stride=2)
     assert_close(y, ref, scale)
+    # im2col+GEMM does not pack: the Plan still keeps its own copy of the weights it was given.
+    w_reused = w.copy()
+    plan.pack_weights(w_reused)
+    w_reused[:] = np.nan
+    assert_close(plan.execute(x), ref, scale)
     with pytest.raises(convtune.Error, match=r"^x: expected shape \(N, C, H, W\)"):
         plan.execute(x[:, :2].copy(), w)
     with pytest.raises(convtune.Error):
