@@ -92,6 +92,19 @@ int check_configs(convtest::ReferenceCase& ref, const conv::Algorithm& algo,
   return runs;
 }
 
+// check_configs on each of `descriptors` (reference data seeded seed + its index); returns the
+// number of runs.
+int check_descriptors(const conv::Algorithm& algo, const std::vector<std::string>& descriptors,
+                      const std::vector<std::string>& configs, std::initializer_list<int> threads,
+                      int packed_threads, uint64_t seed) {
+  int runs = 0;
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    convtest::ReferenceCase ref(conv::parse_descriptor(descriptors[i]), seed + i);
+    runs += check_configs(ref, algo, configs, threads, packed_threads);
+  }
+  return runs;
+}
+
 // Runs cpu.direct with the input copied to `x` and the output (poisoned first) at `y`, which
 // may lie anywhere within their buffers, and compares with the reference.
 convtest::CheckResult check_at(convtest::ReferenceCase& ref, const std::string& config, float* x,
@@ -433,12 +446,7 @@ TEST_CASE("cpu.direct_kvec: runs of blocks summed in one tile, every block size 
   if (conv::cpu_isa() == conv::CpuIsa::avx512)
     names.insert(names.end(), {"oc16_avx512", "oc32_avx512", "oc48_avx512", "oc64_avx512"});
   if (conv::cpu_isa() == conv::CpuIsa::scalar) names.clear();
-  int checked = 0;
-  for (size_t i = 0; i < descriptors.size(); ++i) {
-    const conv::ConvProblem p = conv::parse_descriptor(descriptors[i]);
-    convtest::ReferenceCase ref(p, 1400 + i);
-    checked += check_configs(ref, algo, names, {1, 3}, 3);
-  }
+  const int checked = check_descriptors(algo, descriptors, names, {1, 3}, 3, 1400);
   CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked >= 56));
 }
 
@@ -455,12 +463,7 @@ TEST_CASE("cpu.direct_kvec: one-shot weights packed chunk by chunk, K tails, 1 t
   };
   std::vector<std::string> names = {"oc8", "oc16", "oc24", "oc32"};
   if (conv::cpu_isa() == conv::CpuIsa::scalar) names.clear();
-  int checked = 0;
-  for (size_t i = 0; i < descriptors.size(); ++i) {
-    const conv::ConvProblem p = conv::parse_descriptor(descriptors[i]);
-    convtest::ReferenceCase ref(p, 1500 + i);
-    checked += check_configs(ref, algo, names, {1, 2, 3});
-  }
+  const int checked = check_descriptors(algo, descriptors, names, {1, 2, 3}, 0, 1500);
   CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked == 36));
 }
 
