@@ -10,6 +10,7 @@ const Algorithm& cpu_direct();       // kernels/cpu/direct.cpp
 const Algorithm& cpu_direct_kvec();  // kernels/cpu/direct_kvec.cpp
 const Algorithm& cpu_im2col_gemm();  // kernels/cpu/im2col_gemm.cpp
 const Algorithm& cpu_onednn();       // kernels/cpu/onednn.cpp
+const Algorithm& cpu_pointwise();    // kernels/cpu/pointwise.cpp (+ pointwise_avx2.cpp)
 const Algorithm& cpu_winograd();     // kernels/cpu/winograd.cpp (+ winograd_avx2.cpp)
 const Algorithm& cpu_fft();          // kernels/cpu/fft.cpp (+ fft_avx2.cpp, fft_avx512.cpp)
 

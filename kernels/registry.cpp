@@ -18,6 +18,7 @@ static const std::vector<const Algorithm*>& table() {
       &kernels::cpu_depthwise(),
       &kernels::cpu_winograd(),
       &kernels::cpu_fft(),
+      &kernels::cpu_pointwise(),
       &kernels::cpu_direct(),
       &kernels::cpu_direct_kvec(),
       &kernels::cpu_im2col_gemm(),

@@ -149,3 +149,40 @@ TEST_CASE(
       }
   CHECK(checked >= 150);
 }
+
+TEST_CASE(
+    "cpu.pointwise: channel, chunk, output-channel and position tails, strides, 1-3 threads") {
+  // C = 1-7 (one masked step), 13, 520 and 600 (last chunks of 8 and 88 channels, masked tails),
+  // K not a multiple of kb = 3, positions not a multiple of pb = 4 and fewer than one 8x8
+  // transpose, strides 2 and 3 (gathered packing), batch 2 (the packed input reused), 56x56
+  // (several position ranges per chunk), no bias.
+  const std::vector<std::string> descriptors = {
+      "mb1ic1ih3iw3oc4kh1kw1n\"C1\"",
+      "mb1ic7ih5iw5oc7kh1kw1n\"C7\"",
+      "mb2ic13ih9iw7oc11kh1kw1n\"batch2\"",
+      "mb1ic600ih7iw7oc20kh1kw1n\"chunk_tails\"",
+      "mb1ic64ih56iw56oc5kh1kw1n\"ranges\"",
+      "mb1ic40ih15iw13oc9kh1kw1sh2sw2n\"stride2\"",
+      "mb1ic24ih11iw17oc8kh1kw1sh3sw2n\"stride3x2\"",
+      "mb1ic520ih2iw3oc13kh1kw1n\"six_positions\"",
+  };
+  const conv::Algorithm& algo = *conv::find_algorithm("cpu.pointwise");
+  int checked = 0;
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    const conv::ConvProblem p = conv::parse_descriptor(descriptors[i]);
+    REQUIRE(algo.applicable(p).ok);
+    for (const convtest::Data d : {convtest::Data::uniform, convtest::Data::no_bias}) {
+      convtest::ReferenceCase ref(p, 1700 + i, d);
+      for (const std::string& config : algo.configs(p))
+        for (int t : {1, 2, 3}) {
+          const auto r = ref.check(algo, config, false, t);
+          INFO(p.name << " " << config << " " << convtest::to_string(d) << " threads " << t
+                      << ": max error " << r.max_error << " bound " << r.bound << "; " << r.where);
+          CHECK(r.nonfinite == 0);
+          CHECK(r.max_error <= r.bound);
+          ++checked;
+        }
+    }
+  }
+  CHECK(checked == (2 * 2 + 6) * 2 * 3);  // C > 256: both configs, else chunks of 256 only
+}

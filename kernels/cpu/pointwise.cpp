@@ -1,0 +1,201 @@
+// cpu.pointwise: 1x1 convolution (groups 1, no padding, any stride) as inner products along the
+// input channels, with the weights read in place. For each image, the input's output positions
+// are packed channel-innermost (NHWC, as oneDNN's nhwc/brgemm 1x1 kernels read it) in chunks of
+// the config's channel count; a register tile of kb output channels x pb positions then holds
+// kb*pb vectors of 8 partial sums over the chunk (kb weight vectors from the KCRS rows, one
+// input vector per position, kb*pb FMAs per step of 8 channels), reduced across the lanes once
+// per tile and stored to NCHW, the first chunk with the bias, later chunks added.
+// Why: the weights of a 1x1 layer are a K x C matrix already laid out along the reduction, so
+// nothing of the (often larger) weights is packed per call, only the input; where the weights
+// outweigh the image (resnet50 res5, 2048 -> 512 at 7x7: 4 MB of weights, 0.4 MB of input), the
+// kernels that vectorise over output channels (cpu.direct_kvec) spend a sixth of a one-shot call
+// packing weights (2 threads, real Zen 3: `cpu.direct_kvec oc32` 0.75-0.77 ms one-shot, 0.64
+// packed; this kernel k3p4_c512 0.63 one-shot).
+// Loop order (Goto and van de Geijn's GEMM blocking for an inner-product kernel): for each range
+// of positions whose packed chunk fits L2 (256 KiB), each chunk, each of the thread's blocks of kb
+// output channels (its kb weight rows of the chunk stay in L1), each block of pb positions, the
+// tile sums one chunk. Threads split the output channels; the packing is split by positions with
+// a barrier before the tiles.
+// Packed layout of a chunk of width cw (channels rounded up to 8, zero beyond C): position blocks
+// of pb (the last may be shorter), each [cw/8][positions][8], so a tile reads one stream.
+// Cost: N*K*C*OH*OW FMAs, one pass over the output per chunk after the first, and the packing
+// (N*C*OH*OW floats through 8x8 transposes). Workspace: 64 + round64(4*OH*OW*C8) + round64(16*
+// OH*OW) bytes, C8 = C rounded up to 8.
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "conv/device.hpp"
+#include "conv/error.hpp"
+#include "kernels.hpp"
+#include "pointwise.hpp"
+
+namespace conv::kernels {
+namespace pointwise {
+
+std::string Config::name() const {
+  return "k" + std::to_string(kb) + "p" + std::to_string(pb) + "_c" + std::to_string(chunk);
+}
+
+namespace {
+
+// 2 x 6 tiles (as many FMAs per step, half again as many input loads from L2 per FMA) measured
+// 5-10% slower than 3 x 4 on every 1x1 layer of resnet50 and mobilenet_v2 (real Zen 3, 2
+// threads, best tuner medians of 4 runs), so they are not offered; chunks of 256 beat 512 on
+// none of them either, but are kept for CPUs with a smaller L2.
+const Config kConfigs[] = {{3, 4, 512}, {3, 4, 256}};
+
+}  // namespace
+
+Config parse_config(const std::string& text) {
+  for (const Config& c : kConfigs)
+    if (c.name() == text) return c;
+  throw Error("config: cpu.pointwise has no config \"" + text + "\" (known: k3p4_c512, k3p4_c256)");
+}
+
+namespace {
+
+int64_t round64(int64_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
+
+struct Shape {
+  int64_t P = 0;   // output positions per image
+  int64_t C8 = 0;  // channels rounded up to 8
+  int64_t x_bytes() const { return round64(4 * P * C8); }
+  int64_t pos_bytes() const { return round64(static_cast<int64_t>(sizeof(PackedPos)) * P); }
+  int64_t workspace() const { return 64 + x_bytes() + pos_bytes(); }
+};
+
+Shape shape(const ConvProblem& p) {
+  return {p.OH() * p.OW(), (p.C + 7) / 8 * 8};
+}
+
+class Pointwise final : public Algorithm {
+ public:
+  std::string_view id() const override { return "cpu.pointwise"; }
+  std::string version() const override { return "1"; }
+  Device::Kind device() const override { return Device::Kind::cpu; }
+  NumericClass numeric_class() const override { return NumericClass::exact_order; }
+
+  Applicability applicable(const ConvProblem& p) const override {
+    if (cpu_isa() == CpuIsa::scalar)
+      return Applicability::no("needs AVX2 and FMA (the CPU or CONVTUNE_MAX_ISA has neither)");
+    if (p.dtype != DType::f32) return Applicability::no("dtype: cpu.pointwise runs f32 only");
+    if (p.layout != Layout::NCHW) return Applicability::no("layout: cpu.pointwise runs NCHW only");
+    if (p.R != 1 || p.S != 1) return Applicability::no("1x1 kernels only");
+    if (p.groups != 1) return Applicability::no("groups = 1 only");
+    if (p.pad_top || p.pad_left || p.pad_bottom || p.pad_right)
+      return Applicability::no("no padding only");
+    // Positions and their input offsets are int32 in the packing table (and gather indices).
+    if (p.H * p.W > std::numeric_limits<int32_t>::max())
+      return Applicability::no("an input plane of more than 2^31 - 1 floats");
+    return Applicability::yes();
+  }
+
+  std::vector<std::string> configs(const ConvProblem& p) const override {
+    std::vector<std::string> out;
+    for (const Config& c : kConfigs)
+      // With C <= 256 a chunk of 512 is the same single chunk as 256.
+      if (c.chunk == 256 || p.C > 256) out.push_back(c.name());
+    return out;
+  }
+
+  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+    parse_config(config);
+    return static_cast<size_t>(shape(p).workspace());
+  }
+
+  void forward(const ConvProblem& p, const std::string& config,
+               const ForwardArgs& a) const override {
+    const Config cfg = parse_config(config);
+    if (cpu_isa() == CpuIsa::scalar)
+      throw Error("config: cpu.pointwise " + config +
+                  " needs AVX2 and FMA, which this CPU (or the ISA cap) lacks");
+    const Shape s = shape(p);
+    if (a.workspace_size < static_cast<size_t>(s.workspace()) || !a.workspace)
+      throw Error("workspace: cpu.pointwise " + config + " needs " + std::to_string(s.workspace()) +
+                  " bytes, got " + std::to_string(a.workspace ? a.workspace_size : 0));
+    if (!a.x) throw Error("x: cpu.pointwise: null input");
+    if (!a.w) throw Error("w: cpu.pointwise: null weights");
+    if (!a.y) throw Error("y: cpu.pointwise: null output");
+
+    TileFn fns[5] = {};
+    for (int n = 1; n <= cfg.pb; ++n) fns[n] = avx2_tile(cfg.kb, n);
+    TileFn tail_fns[5] = {};  // the last block of output channels, when K % kb != 0
+    const int ktail = static_cast<int>(p.K % cfg.kb);
+    for (int n = 1; ktail && n <= cfg.pb; ++n) tail_fns[n] = avx2_tile(ktail, n);
+
+    const uintptr_t base = (reinterpret_cast<uintptr_t>(a.workspace) + 63) / 64 * 64;
+    float* xp = reinterpret_cast<float*>(base);
+    PackedPos* pos = reinterpret_cast<PackedPos*>(base + s.x_bytes());
+    const int64_t P = s.P, OW = p.OW(), C = p.C, K = p.K, plane = p.H * p.W;
+    for (int64_t q = 0; q < P; ++q) {
+      const int64_t block = q / cfg.pb * cfg.pb;
+      pos[q].in = static_cast<int32_t>(q / OW * p.stride_h * p.W + q % OW * p.stride_w);
+      pos[q].block = static_cast<int32_t>(block);
+      pos[q].j = static_cast<int32_t>(q - block);
+      pos[q].n = static_cast<int32_t>(std::min<int64_t>(cfg.pb, P - block));
+    }
+    // Position ranges whose packed chunk fits a 256 KiB L2, in whole position blocks.
+    const int64_t chunk = cfg.chunk;
+    const int64_t span = std::max<int64_t>(cfg.pb, 65536 / chunk / cfg.pb * cfg.pb);
+    const int64_t ranges = (P + span - 1) / span;
+    const int64_t kblocks = (K + cfg.kb - 1) / cfg.kb;
+    const int64_t groups8 = s.C8 / 8, pgroups = (P + 7) / 8;
+    const int threads = std::max(1, a.threads);
+
+    for (int64_t n = 0; n < p.N; ++n) {
+      const float* x = a.x + n * C * plane;
+      float* y = a.y + n * K * P;
+#pragma omp parallel num_threads(threads)
+      {
+        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        // Packing: (8 channels, 8 positions) items split evenly, positions innermost.
+        const int64_t items = groups8 * pgroups;
+        for (int64_t i = items * t / nt; i < items * (t + 1) / nt; ++i) {
+          const int64_t c = i / pgroups * 8, q = i % pgroups * 8;
+          const int64_t c0 = c / chunk * chunk, cw = (std::min(chunk, C - c0) + 7) / 8 * 8;
+          pack8_avx2(x, plane, c, static_cast<int>(std::min<int64_t>(8, C - c)), pos + q,
+                     static_cast<int>(std::min<int64_t>(8, P - q)), xp + c0 * P, c0, cw);
+        }
+#pragma omp barrier
+        const int64_t kb0 = kblocks * t / nt, kb1 = kblocks * (t + 1) / nt;
+        for (int64_t r = 0; r < ranges; ++r) {
+          const int64_t q0 = r * span, q1 = std::min(P, q0 + span);
+          for (int64_t c0 = 0; c0 < C; c0 += chunk) {
+            const int64_t cn = std::min(chunk, C - c0), cw = (cn + 7) / 8 * 8;
+            Tile tl;
+            tl.w_stride = C;
+            tl.steps = cw / 8;
+            tl.tail = static_cast<int>(cn % 8);
+            tl.y_stride = P;
+            tl.first = c0 == 0;
+            for (int64_t kb = kb0; kb < kb1; ++kb) {
+              const int64_t k = kb * cfg.kb;
+              const TileFn* f = k + cfg.kb > K ? tail_fns : fns;
+              tl.w = a.w + k * C + c0;
+              tl.bias = a.bias ? a.bias + k : nullptr;
+              for (int64_t q = q0; q < q1; q += cfg.pb) {
+                tl.x = xp + c0 * P + q * cw;
+                tl.y = y + k * P + q;
+                f[pos[q].n](tl);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace pointwise
+
+const Algorithm& cpu_pointwise() {
+  static const pointwise::Pointwise algo;
+  return algo;
+}
+
+}  // namespace conv::kernels
