@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -343,6 +344,34 @@ TEST_CASE("autotune show on a database that does not exist says nothing is store
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("nothing stored"));
   CHECK_FALSE(fs::exists(tmp.db()));
+}
+
+TEST_CASE("autotune tune does not answer with a stored winner that CONVTUNE_DISABLE turns off") {
+  TempDir tmp;
+  const std::string cmd = "tune 'mb1ic8ih8oc8kh3n\"small\"' --db '" + tmp.db() + "'" + quick;
+  auto r = autotune(cmd);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  // The table row: name, then the winner's algorithm id.
+  const size_t row = r.out.rfind("\nsmall ");
+  REQUIRE(row != std::string::npos);
+  std::istringstream fields(r.out.substr(row + 1));
+  std::string name, winner;
+  fields >> name >> winner;
+  REQUIRE(winner.rfind("cpu.", 0) == 0);
+  ::setenv("CONVTUNE_DISABLE", winner.c_str(), 1);
+  r = autotune(cmd);
+  ::unsetenv("CONVTUNE_DISABLE");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("its winner " + winner + " is disabled by CONVTUNE_DISABLE"));
+  CHECK_THAT(r.out, Catch::Contains("subset (not stored)"));
+  CHECK_THAT(r.out.substr(r.out.rfind("\nsmall ")), !Catch::Contains(winner + " "));
+  // The stored winner is kept and answers again once nothing is disabled.
+  r = autotune(cmd);
+  INFO(r.out);
+  CHECK_THAT(r.out, Catch::Contains("1 read from the perf databases"));
+  CHECK_THAT(r.out.substr(r.out.rfind("\nsmall ")), Catch::Contains(winner + " "));
 }
 
 TEST_CASE("autotune warns about an unknown CONVTUNE_DISABLE id and too many threads") {

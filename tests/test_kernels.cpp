@@ -150,6 +150,54 @@ TEST_CASE(
   CHECK(checked >= 150);
 }
 
+TEST_CASE("a CPU algorithm called on a problem it does not apply to throws or is still right") {
+  // Plan and the tuner ask applicable() first; a caller of Algorithm::forward need not. Each
+  // algorithm gets, with every config it offers on any of these problems, each problem it
+  // refuses: forward() must throw conv::Error or match the reference (cpu.depthwise once wrote
+  // out of bounds on a 3x3 problem, cpu.pointwise read past a padded input's end).
+  const std::vector<std::string> descriptors = {
+      "mb1ic9ih13iw7oc5kh1kw1ph1n\"1x1_padded\"",
+      "g3mb1ic9ih13iw7oc6kh1kw1n\"1x1_grouped\"",
+      "mb2ic5ih7iw7oc3kh1kw1sh2sw2n\"1x1_strided\"",
+      "mb1ic9ih13iw7oc5kh3kw3n\"3x3\"",
+      "g8mb1ic8ih9iw9oc8kh3kw3ph1n\"depthwise\"",
+      "mb1ic3ih23iw23oc4kh11kw11sh4sw4n\"11x11_s4\"",
+      "mb1ic4ih12iw12oc4kh3kw3dh1dw1ph2pw2n\"dilated\"",
+      "mb1ic6ih8iw8oc4kh5kw5ph2pw2n\"5x5\"",
+      "mb1ic2ih66iw66oc2kh65kw65n\"65x65\"",
+  };
+  std::vector<conv::ConvProblem> problems;
+  for (const auto& d : descriptors) problems.push_back(conv::parse_descriptor(d));
+  int refused = 0, ran = 0;
+  for (const conv::Algorithm* algo : conv::registry()) {
+    if (algo->device() != conv::Device::Kind::cpu) continue;
+    std::set<std::string> configs;
+    for (const auto& p : problems)
+      if (algo->applicable(p).ok)
+        for (const auto& c : algo->configs(p)) configs.insert(c);
+    for (size_t i = 0; i < problems.size(); ++i) {
+      const conv::ConvProblem& p = problems[i];
+      if (algo->applicable(p).ok) continue;
+      convtest::ReferenceCase ref(p, 1800 + i);
+      for (const std::string& config : configs) {
+        INFO(algo->id() << " " << config << " on " << p.name << " (" << algo->applicable(p).reason
+                        << ")");
+        try {
+          const auto r = ref.check(*algo, config, false, 2);
+          CHECK(r.ok());
+          ++ran;
+        } catch (const conv::Error& e) {
+          UNSCOPED_INFO(e.what());
+          CHECK(std::string(e.what()).find(": ") != std::string::npos);  // names the field
+          ++refused;
+        }
+      }
+    }
+  }
+  INFO("ran " << ran);
+  CHECK(refused > 0);
+}
+
 TEST_CASE(
     "cpu.pointwise: channel, chunk, output-channel and position tails, strides, 1-3 threads") {
   // C = 1-7 (one masked step), 13, 520 and 600 (last chunks of 8 and 88 channels, masked tails),

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "conv/algorithm.hpp"
 #include "options.hpp"
 #include "report.hpp"
 
@@ -53,10 +54,16 @@ std::string why_not_current(const conv::ConvProblem& p, conv::Device::Kind kind,
                             const std::optional<conv::PerfWinner>& one,
                             const std::optional<conv::PerfWinner>& packed,
                             const std::vector<conv::PerfCandidate>& stored) {
+  const auto enabled = conv::registry();
   for (const auto* w : {&one, &packed})
-    if (*w)
+    if (*w) {
       if (std::string why = conv::why_stored_winner_stale(p, kind, **w, stored); !why.empty())
         return why;
+      // Shown as this run's winner, it would be one the user has just turned off.
+      if (std::none_of(enabled.begin(), enabled.end(),
+                       [&](const conv::Algorithm* a) { return a->id() == (*w)->algo_id; }))
+        return "its winner " + (*w)->algo_id + " is disabled by CONVTUNE_DISABLE";
+    }
   if (one && one->quality.noisy) return "the one-shot winner was measured under load (noisy)";
   if (packed && packed->quality.noisy) return "the Plan winner was measured under load (noisy)";
   return "";

@@ -81,7 +81,10 @@ class Depthwise final : public Algorithm {
     if (p.dtype != DType::f32) return Applicability::no("dtype: cpu.depthwise runs f32 only");
     if (p.layout != Layout::NCHW) return Applicability::no("layout: cpu.depthwise runs NCHW only");
     if (!(p.groups > 1 && p.groups == p.C && p.K == p.C))
-      return Applicability::no("depthwise only: groups = C = K (one filter per channel)");
+      return Applicability::no(
+          "groups: cpu.depthwise runs groups = C = K only (one filter per "
+          "channel), got groups " +
+          std::to_string(p.groups) + ", C " + std::to_string(p.C) + ", K " + std::to_string(p.K));
     return Applicability::yes();
   }
 
@@ -98,6 +101,8 @@ class Depthwise final : public Algorithm {
 
   void forward(const ConvProblem& p, const std::string& config,
                const ForwardArgs& a) const override {
+    // A caller of forward() need not have asked applicable(): its layout would write past y.
+    if (const Applicability ap = applicable(p); !ap.ok) throw Error(ap.reason);
     const Shape s = shape(p, config);
     if (s.L == 16 && cpu_isa() != CpuIsa::avx512)
       throw Error("config: cpu.depthwise c16_avx512 needs AVX-512 (this CPU, or its cap: " +

@@ -81,16 +81,27 @@ class Pointwise final : public Algorithm {
 
   Applicability applicable(const ConvProblem& p) const override {
     if (cpu_isa() == CpuIsa::scalar)
-      return Applicability::no("needs AVX2 and FMA (the CPU or CONVTUNE_MAX_ISA has neither)");
+      return Applicability::no(
+          "isa: cpu.pointwise needs AVX2 and FMA (the CPU or CONVTUNE_MAX_ISA has neither)");
     if (p.dtype != DType::f32) return Applicability::no("dtype: cpu.pointwise runs f32 only");
     if (p.layout != Layout::NCHW) return Applicability::no("layout: cpu.pointwise runs NCHW only");
-    if (p.R != 1 || p.S != 1) return Applicability::no("1x1 kernels only");
-    if (p.groups != 1) return Applicability::no("groups = 1 only");
+    if (p.R != 1 || p.S != 1)
+      return Applicability::no("R, S: cpu.pointwise runs 1x1 kernels only, got " +
+                               std::to_string(p.R) + "x" + std::to_string(p.S));
+    if (p.groups != 1)
+      return Applicability::no("groups: cpu.pointwise runs groups = 1 only, got " +
+                               std::to_string(p.groups));
     if (p.pad_top || p.pad_left || p.pad_bottom || p.pad_right)
-      return Applicability::no("no padding only");
+      return Applicability::no(
+          "padding: cpu.pointwise runs unpadded problems only, got top, left, bottom, right " +
+          std::to_string(p.pad_top) + ", " + std::to_string(p.pad_left) + ", " +
+          std::to_string(p.pad_bottom) + ", " + std::to_string(p.pad_right));
     // Positions and their input offsets are int32 in the packing table (and gather indices).
     if (p.H * p.W > std::numeric_limits<int32_t>::max())
-      return Applicability::no("an input plane of more than 2^31 - 1 floats");
+      return Applicability::no(
+          "H, W: cpu.pointwise takes input planes of up to 2^31 - 1 floats, "
+          "got " +
+          std::to_string(p.H) + "x" + std::to_string(p.W));
     return Applicability::yes();
   }
 
@@ -110,16 +121,17 @@ class Pointwise final : public Algorithm {
   void forward(const ConvProblem& p, const std::string& config,
                const ForwardArgs& a) const override {
     const Config cfg = parse_config(config);
-    if (cpu_isa() == CpuIsa::scalar)
-      throw Error("config: cpu.pointwise " + config +
-                  " needs AVX2 and FMA, which this CPU (or the ISA cap) lacks");
+    // A caller of forward() need not have asked applicable(): say why rather than read past x.
+    if (const Applicability ap = applicable(p); !ap.ok) throw Error(ap.reason);
     const Shape s = shape(p);
-    if (a.workspace_size < static_cast<size_t>(s.workspace()) || !a.workspace)
+    if (!a.workspace) throw Error("workspace: cpu.pointwise: null workspace");
+    if (a.workspace_size < static_cast<size_t>(s.workspace()))
       throw Error("workspace: cpu.pointwise " + config + " needs " + std::to_string(s.workspace()) +
-                  " bytes, got " + std::to_string(a.workspace ? a.workspace_size : 0));
+                  " bytes, got " + std::to_string(a.workspace_size));
     if (!a.x) throw Error("x: cpu.pointwise: null input");
     if (!a.w) throw Error("w: cpu.pointwise: null weights");
     if (!a.y) throw Error("y: cpu.pointwise: null output");
+    const int threads = resolve_threads(a.threads);
 
     TileFn fns[5] = {};
     for (int n = 1; n <= cfg.pb; ++n) fns[n] = avx2_tile(cfg.kb, n);
@@ -144,7 +156,6 @@ class Pointwise final : public Algorithm {
     const int64_t ranges = (P + span - 1) / span;
     const int64_t kblocks = (K + cfg.kb - 1) / cfg.kb;
     const int64_t groups8 = s.C8 / 8, pgroups = (P + 7) / 8;
-    const int threads = std::max(1, a.threads);
 
     for (int64_t n = 0; n < p.N; ++n) {
       const float* x = a.x + n * C * plane;
