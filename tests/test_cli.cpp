@@ -359,9 +359,10 @@ TEST_CASE("autotune tune does not answer with a stored winner that CONVTUNE_DISA
   std::string name, winner;
   fields >> name >> winner;
   REQUIRE(winner.rfind("cpu.", 0) == 0);
-  ::setenv("CONVTUNE_DISABLE", winner.c_str(), 1);
-  r = autotune(cmd);
-  ::unsetenv("CONVTUNE_DISABLE");
+  {
+    const convtest::ScopedEnv disable("CONVTUNE_DISABLE", winner);
+    r = autotune(cmd);
+  }
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("its winner " + winner + " is disabled by CONVTUNE_DISABLE"));

@@ -82,8 +82,7 @@ class Depthwise final : public Algorithm {
     if (p.layout != Layout::NCHW) return Applicability::no("layout: cpu.depthwise runs NCHW only");
     if (!(p.groups > 1 && p.groups == p.C && p.K == p.C))
       return Applicability::no(
-          "groups: cpu.depthwise runs groups = C = K only (one filter per "
-          "channel), got groups " +
+          "groups: cpu.depthwise runs groups = C = K only (one filter per channel), got groups " +
           std::to_string(p.groups) + ", C " + std::to_string(p.C) + ", K " + std::to_string(p.K));
     return Applicability::yes();
   }

@@ -9,13 +9,13 @@
 // nothing of the (often larger) weights is packed per call, only the input; where the weights
 // outweigh the image (resnet50 res5, 2048 -> 512 at 7x7: 4 MB of weights, 0.4 MB of input), the
 // kernels that vectorise over output channels (cpu.direct_kvec) spend a sixth of a one-shot call
-// packing weights (2 threads, real Zen 3: `cpu.direct_kvec oc32` 0.75-0.77 ms one-shot, 0.64
-// packed; this kernel k3p4_c512 0.63 one-shot).
+// packing weights (2 threads, real Zen 3, best tuner medians of 4 runs: the best other own kernel
+// 0.742 ms one-shot, oneDNN's plain NCHW gemm 0.702, this kernel's k3p4_c512 0.647).
 // Loop order (Goto and van de Geijn's GEMM blocking for an inner-product kernel): for each range
 // of positions whose packed chunk fits L2 (256 KiB), each chunk, each of the thread's blocks of kb
 // output channels (its kb weight rows of the chunk stay in L1), each block of pb positions, the
-// tile sums one chunk. Threads split the output channels; the packing is split by positions with
-// a barrier before the tiles.
+// tile sums one chunk. Threads split the output channels; the packing is split into (8 channels,
+// 8 positions) items, with a barrier before the tiles.
 // Packed layout of a chunk of width cw (channels rounded up to 8, zero beyond C): position blocks
 // of pb (the last may be shorter), each [cw/8][positions][8], so a tile reads one stream.
 // Cost: N*K*C*OH*OW FMAs, one pass over the output per chunk after the first, and the packing
@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "conv/device.hpp"
 #include "conv/error.hpp"
@@ -34,27 +35,35 @@
 namespace conv::kernels {
 namespace pointwise {
 
-std::string Config::name() const {
-  return "k" + std::to_string(kb) + "p" + std::to_string(pb) + "_c" + std::to_string(chunk);
-}
-
 namespace {
+
+/// A register tile: `kb` output channels x up to `pb` output positions, one ymm accumulator of 8
+/// input-channel lanes per pair (kb*pb + kb weight vectors + one input vector <= 16 ymm).
+/// Written "k<kb>p<pb>_c<chunk>": the reduction over C runs in chunks of `chunk` channels (a
+/// multiple of 8) whose packed input stays in L2 and whose kb weight rows stay in L1.
+struct Config {
+  int kb = 3, pb = 4, chunk = 512;
+  std::string name() const {
+    return "k" + std::to_string(kb) + "p" + std::to_string(pb) + "_c" + std::to_string(chunk);
+  }
+};
 
 // 2 x 6 tiles (as many FMAs per step, half again as many input loads from L2 per FMA) measured
 // 5-10% slower than 3 x 4 on every 1x1 layer of resnet50 and mobilenet_v2 (real Zen 3, 2
-// threads, best tuner medians of 4 runs), so they are not offered; chunks of 256 beat 512 on
-// none of them either, but are kept for CPUs with a smaller L2.
+// threads, best tuner medians of 4 runs), so they are not offered. Chunks of 512 beat 256 on
+// every layer with more than 256 channels there; 256 stays the tuner's choice, as it halves the
+// weight rows a block keeps in L1 and doubles the positions per range.
 const Config kConfigs[] = {{3, 4, 512}, {3, 4, 256}};
 
-}  // namespace
-
+// Throws conv::Error naming "config" for anything but the names of kConfigs.
 Config parse_config(const std::string& text) {
-  for (const Config& c : kConfigs)
+  std::string known;
+  for (const Config& c : kConfigs) {
     if (c.name() == text) return c;
-  throw Error("config: cpu.pointwise has no config \"" + text + "\" (known: k3p4_c512, k3p4_c256)");
+    known += (known.empty() ? "" : ", ") + c.name();
+  }
+  throw Error("config: cpu.pointwise has no config \"" + text + "\" (known: " + known + ")");
 }
-
-namespace {
 
 int64_t round64(int64_t bytes) {
   return (bytes + 63) / 64 * 64;
@@ -99,8 +108,7 @@ class Pointwise final : public Algorithm {
     // Positions and their input offsets are int32 in the packing table (and gather indices).
     if (p.H * p.W > std::numeric_limits<int32_t>::max())
       return Applicability::no(
-          "H, W: cpu.pointwise takes input planes of up to 2^31 - 1 floats, "
-          "got " +
+          "H, W: cpu.pointwise takes input planes of up to 2^31 - 1 floats, got " +
           std::to_string(p.H) + "x" + std::to_string(p.W));
     return Applicability::yes();
   }
@@ -108,7 +116,7 @@ class Pointwise final : public Algorithm {
   std::vector<std::string> configs(const ConvProblem& p) const override {
     std::vector<std::string> out;
     for (const Config& c : kConfigs)
-      // With C <= 256 a chunk of 512 is the same single chunk as 256.
+      // With C <= 256 both are one chunk and differ only in the positions per range.
       if (c.chunk == 256 || p.C > 256) out.push_back(c.name());
     return out;
   }

@@ -1,25 +1,11 @@
 // cpu.pointwise internals: the packed-input layout, the register tiles and the input packing,
-// shared by pointwise.cpp (Algorithm and driver), pointwise_avx2.cpp (kernels) and tests. Not
-// part of the public API.
+// shared by pointwise.cpp (Algorithm and driver) and pointwise_avx2.cpp (kernels). Not part of
+// the public API.
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 namespace conv::kernels::pointwise {
-
-/// A register tile: `kb` output channels x up to `pb` output positions, one ymm accumulator of 8
-/// input-channel lanes per pair (kb*pb + kb weight vectors + one input vector <= 16 ymm; the
-/// configs use 3 x 4).
-/// Written "k<kb>p<pb>_c<chunk>": the reduction over C runs in chunks of `chunk` channels (a
-/// multiple of 8) whose packed input stays in L2 and whose kb weight rows stay in L1.
-struct Config {
-  int kb = 3, pb = 4, chunk = 512;
-  std::string name() const;
-};
-
-/// Parses a config string; throws conv::Error naming "config" for anything else.
-Config parse_config(const std::string& text);
 
 /// One tile. The weights are KCRS in place: channel c of output channel k at w + k*w_stride + c.
 /// The input block is packed [steps][pb][8]: channels 8s..8s+7 of position j at x + (s*pb + j)*8.
@@ -47,7 +33,8 @@ TileFn avx2_tile(int kb, int pb);
 
 /// Where position q's channels go in the packed input of one chunk of width cw (a multiple of
 /// 8): channels c..c+7 (c - chunk start = 8s) at block * cw + s * 8 * n + j * 8, for the position
-/// block starting at position `block` with n positions, q its j-th.
+/// block starting at position `block` with n positions, q its j-th. A table, filled once per
+/// call, because the packing would otherwise divide by the block size for every position.
 struct PackedPos {
   int32_t in = 0;     ///< input plane offset of the position (stride applied)
   int32_t block = 0;  ///< first position of its block

@@ -211,22 +211,25 @@ class Winograd final : public Algorithm {
 
   Applicability applicable(const ConvProblem& p) const override {
     if (cpu_isa() == CpuIsa::scalar)
-      return Applicability::no("needs AVX2 and FMA, which this CPU does not have");
+      return Applicability::no(
+          "isa: cpu.winograd needs AVX2 and FMA, which this CPU does not have");
     if (p.R != p.S || (p.R != 3 && p.R != 5))
-      return Applicability::no("kernel is " + std::to_string(p.R) + "x" + std::to_string(p.S) +
-                               ", Winograd F(m,3) / F(m,5) needs 3x3 or 5x5");
-    if (p.stride_h != 1 || p.stride_w != 1) return Applicability::no("needs stride 1");
+      return Applicability::no("R, S: kernel is " + std::to_string(p.R) + "x" +
+                               std::to_string(p.S) + ", Winograd F(m,3) / F(m,5) needs 3x3 or 5x5");
+    if (p.stride_h != 1 || p.stride_w != 1)
+      return Applicability::no("stride: cpu.winograd needs stride 1, got " +
+                               std::to_string(p.stride_h) + "x" + std::to_string(p.stride_w));
     if ((p.dilation_h != 1 || p.dilation_w != 1) && !dilation_batch_problem(p))
       return Applicability::no(
-          "dilated: runs as a batch of dilation phases, which needs H, W and every pad to be "
+          "dilation: runs as a batch of dilation phases, which needs H, W and every pad to be "
           "multiples of the dilation");
     // Depthwise: each per-point GEMM would be 1 x 1 x tiles, i.e. an elementwise product. The
     // transforms then cost more than the 9 multiply-adds per output of a direct kernel, and the
     // kernel is memory-bound either way, so Winograd cannot win.
     if (p.groups > 1 && p.Cg() == 1)
       return Applicability::no(
-          "depthwise (C/groups = 1): the per-point GEMMs degenerate to elementwise products, "
-          "so the transforms cost more than direct convolution");
+          "groups: depthwise (C/groups = 1): the per-point GEMMs degenerate to elementwise "
+          "products, so the transforms cost more than direct convolution");
     return Applicability::yes();
   }
 
@@ -255,6 +258,9 @@ class Winograd final : public Algorithm {
 
   void forward(const ConvProblem& p, const std::string& config,
                const ForwardArgs& a) const override {
+    // A caller of forward() need not have asked applicable(): a stride-2 problem would run as if
+    // it had stride 1 (a wrong answer, no error).
+    if (const Applicability ap = applicable(p); !ap.ok) throw Error(ap.reason);
     const size_t need = workspace_bytes(p, config);
     if (a.workspace_size < need || (need > 0 && !a.workspace))
       throw Error("workspace: cpu.winograd " + config + " needs " + std::to_string(need) +
