@@ -171,6 +171,7 @@ TEST_CASE("a CPU algorithm called on a problem it does not apply to throws or is
       "mb1ic6ih8iw8oc4kh5kw5ph2pw2n\"5x5\"",
       "mb1ic2ih66iw66oc2kh65kw65n\"65x65\"",
       "mb1ic8ih10iw10oc16kh3kw3sh2sw2n\"3x3_s2_k16\"",
+      "mb1ic4ih13iw13oc4kh3kw3dh1dw1ph1pw1n\"dilated_odd\"",
   };
   std::vector<conv::ConvProblem> problems;
   for (const auto& d : descriptors) problems.push_back(conv::parse_descriptor(d));
