@@ -180,6 +180,15 @@ bool cpu_runs(const KvecConfig& c) {
   return c.zmm ? have == CpuIsa::avx512 : have != CpuIsa::scalar;
 }
 
+// Packs (channel, tap) columns [col0, col0 + n) of output-channel block gkb = (grp, kb) of
+// planar KCRS weights into dst (n*kbl floats): what pack_block packs at offset col0*kbl.
+void pack_columns(const ConvProblem& p, const Layout& l, const float* w, int64_t gkb, int64_t col0,
+                  int64_t n, float* dst) {
+  const int64_t grp = gkb / l.nkb, k0 = gkb % l.nkb * l.kbl, CT = p.Cg() * p.R * p.S;
+  const int rows = static_cast<int>(std::min(l.kbl, p.Kg() - k0));
+  kvec_pack_avx2(w + (grp * p.Kg() + k0) * CT + col0, CT, rows, n, static_cast<int>(l.kbl), dst);
+}
+
 // Packs output-channel block gkb = (grp, kb) of KCRS weights into dst (C/g*R*S*kbl floats).
 void pack_block(const ConvProblem& p, const Layout& l, const float* w, int64_t gkb, float* dst) {
   const int64_t grp = gkb / l.nkb, kb = gkb % l.nkb, CT = p.Cg() * p.R * p.S;
@@ -206,16 +215,7 @@ void pack_block(const ConvProblem& p, const Layout& l, const float* w, int64_t g
       }
     return;
   }
-  kvec_pack_avx2(w + (grp * p.Kg() + k0) * CT, CT, rows, CT, static_cast<int>(l.kbl), dst);
-}
-
-// Packs (channel, tap) columns [col0, col0 + n) of block gkb of planar KCRS weights into dst
-// (n*kbl floats), as pack_block packs them at offset col0*kbl.
-void pack_columns(const ConvProblem& p, const Layout& l, const float* w, int64_t gkb, int64_t col0,
-                  int64_t n, float* dst) {
-  const int64_t grp = gkb / l.nkb, k0 = gkb % l.nkb * l.kbl, CT = p.Cg() * p.R * p.S;
-  const int rows = static_cast<int>(std::min(l.kbl, p.Kg() - k0));
-  kvec_pack_avx2(w + (grp * p.Kg() + k0) * CT + col0, CT, rows, n, static_cast<int>(l.kbl), dst);
+  pack_columns(p, l, w, gkb, 0, CT, dst);
 }
 
 }  // namespace

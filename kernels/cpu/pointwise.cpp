@@ -19,8 +19,8 @@
 // Packed layout of a chunk of width cw (channels rounded up to 8, zero beyond C): position blocks
 // of pb (the last may be shorter), each [cw/8][positions][8], so a tile reads one stream.
 // Cost: N*K*C*OH*OW FMAs, one pass over the output per chunk after the first, and the packing
-// (N*C*OH*OW floats through 8x8 transposes). Workspace: 64 + round64(4*OH*OW*C8) + round64(16*
-// OH*OW) bytes, C8 = C rounded up to 8.
+// (N*C*OH*OW floats through 8x8 transposes). Workspace: 64 + round64(4*OH*OW*C8) + round64(4*OH*OW)
+// bytes, C8 = C rounded up to 8.
 #include <omp.h>
 
 #include <algorithm>
@@ -73,8 +73,8 @@ struct Shape {
   int64_t P = 0;   // output positions per image
   int64_t C8 = 0;  // channels rounded up to 8
   int64_t x_bytes() const { return round64(4 * P * C8); }
-  int64_t pos_bytes() const { return round64(static_cast<int64_t>(sizeof(PackedPos)) * P); }
-  int64_t workspace() const { return 64 + x_bytes() + pos_bytes(); }
+  int64_t in_bytes() const { return round64(4 * P); }
+  int64_t workspace() const { return 64 + x_bytes() + in_bytes(); }
 };
 
 Shape shape(const ConvProblem& p) {
@@ -149,15 +149,12 @@ class Pointwise final : public Algorithm {
 
     const uintptr_t base = (reinterpret_cast<uintptr_t>(a.workspace) + 63) / 64 * 64;
     float* xp = reinterpret_cast<float*>(base);
-    PackedPos* pos = reinterpret_cast<PackedPos*>(base + s.x_bytes());
+    // Input offset of each output position, int32 as gather indices (so divisions by OW happen
+    // once per call, not per pack).
+    int32_t* in = reinterpret_cast<int32_t*>(base + s.x_bytes());
     const int64_t P = s.P, OW = p.OW(), C = p.C, K = p.K, plane = p.H * p.W;
-    for (int64_t q = 0; q < P; ++q) {
-      const int64_t block = q / cfg.pb * cfg.pb;
-      pos[q].in = static_cast<int32_t>(q / OW * p.stride_h * p.W + q % OW * p.stride_w);
-      pos[q].block = static_cast<int32_t>(block);
-      pos[q].j = static_cast<int32_t>(q - block);
-      pos[q].n = static_cast<int32_t>(std::min<int64_t>(cfg.pb, P - block));
-    }
+    for (int64_t q = 0; q < P; ++q)
+      in[q] = static_cast<int32_t>(q / OW * p.stride_h * p.W + q % OW * p.stride_w);
     // Position ranges whose packed chunk fits a 256 KiB L2, in whole position blocks.
     const int64_t chunk = cfg.chunk;
     const int64_t span = std::max<int64_t>(cfg.pb, 65536 / chunk / cfg.pb * cfg.pb);
@@ -176,8 +173,8 @@ class Pointwise final : public Algorithm {
         for (int64_t i = items * t / nt; i < items * (t + 1) / nt; ++i) {
           const int64_t c = i / pgroups * 8, q = i % pgroups * 8;
           const int64_t c0 = c / chunk * chunk, cw = (std::min(chunk, C - c0) + 7) / 8 * 8;
-          pack8_avx2(x, plane, c, static_cast<int>(std::min<int64_t>(8, C - c)), pos + q,
-                     static_cast<int>(std::min<int64_t>(8, P - q)), xp + c0 * P, c0, cw);
+          pack8_avx2(x, plane, c, static_cast<int>(std::min<int64_t>(8, C - c)), in + q, q,
+                     static_cast<int>(std::min<int64_t>(8, P - q)), cfg.pb, P, xp + c0 * P, c0, cw);
         }
 #pragma omp barrier
         const int64_t kb0 = kblocks * t / nt, kb1 = kblocks * (t + 1) / nt;
@@ -199,7 +196,7 @@ class Pointwise final : public Algorithm {
               for (int64_t q = q0; q < q1; q += cfg.pb) {
                 tl.x = xp + c0 * P + q * cw;
                 tl.y = y + k * P + q;
-                f[pos[q].n](tl);
+                f[std::min<int64_t>(cfg.pb, P - q)](tl);
               }
             }
           }

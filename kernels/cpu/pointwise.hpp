@@ -31,22 +31,14 @@ using TileFn = void (*)(const Tile&);
 /// CPU with AVX2 and FMA.
 TileFn avx2_tile(int kb, int pb);
 
-/// Where position q's channels go in the packed input of one chunk of width cw (a multiple of
-/// 8): channels c..c+7 (c - chunk start = 8s) at block * cw + s * 8 * n + j * 8, for the position
-/// block starting at position `block` with n positions, q its j-th. A table, filled once per
-/// call, because the packing would otherwise divide by the block size for every position.
-struct PackedPos {
-  int32_t in = 0;     ///< input plane offset of the position (stride applied)
-  int32_t block = 0;  ///< first position of its block
-  int32_t j = 0;      ///< index within the block
-  int32_t n = 0;      ///< positions in the block
-};
-
-/// Packs channels c..c+7 (c + lanes <= C, lanes 1..8, missing channels zero) of positions
-/// q..q+count-1 (count <= 8) of one NCHW image `x` (plane of `plane` floats) into the chunk at
-/// `dst` (width cw, chunk start c0): AVX 8x8 transposes, loads of consecutive positions where
-/// the input offsets are consecutive, else a gather. Needs AVX2.
-void pack8_avx2(const float* x, int64_t plane, int64_t c, int lanes, const PackedPos* pos,
-                int count, float* dst, int64_t c0, int64_t cw);
+/// Packs channels c..c+7 (c + lanes <= C, lanes 1..8, missing channels zero) of output
+/// positions q..q+count-1 (count <= 8; in[i]: the input plane offset of position q+i, strides
+/// applied) of one NCHW image `x` (planes of `plane` floats) into the chunk at `dst` (width cw, a
+/// multiple of 8; chunk start c0). The chunk holds blocks of pb positions (the last of the P may
+/// be shorter), each [cw/8][n positions][8]: channels c..c+7 of the j-th position of the block
+/// starting at position b go to b * cw + (c - c0) * n + j * 8. AVX 8x8 transposes, loads of
+/// consecutive positions where the input offsets are consecutive, else a gather. Needs AVX2.
+void pack8_avx2(const float* x, int64_t plane, int64_t c, int lanes, const int32_t* in, int64_t q,
+                int count, int pb, int64_t P, float* dst, int64_t c0, int64_t cw);
 
 }  // namespace conv::kernels::pointwise

@@ -3,6 +3,7 @@
 // across the lanes once per tile, and the 8x8 transposes that pack the input.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "pointwise.hpp"
@@ -91,35 +92,33 @@ TileFn avx2_tile(int kb, int pb) {
   }
 }
 
-void pack8_avx2(const float* x, int64_t plane, int64_t c, int lanes, const PackedPos* pos,
-                int count, float* dst, int64_t c0, int64_t cw) {
-  auto out = [&](int q) {
-    return dst + int64_t{pos[q].block} * cw + (c - c0) * pos[q].n + pos[q].j * 8;
-  };
+void pack8_avx2(const float* x, int64_t plane, int64_t c, int lanes, const int32_t* in, int64_t q,
+                int count, int pb, int64_t P, float* dst, int64_t c0, int64_t cw) {
+  float* out[8];
+  for (int64_t i = 0, j = q % pb, block = q - j; i < count; ++i) {
+    out[i] = dst + block * cw + (c - c0) * std::min<int64_t>(pb, P - block) + j * 8;
+    if (++j == pb) j = 0, block += pb;
+  }
   if (count < 8) {
-    for (int q = 0; q < count; ++q) {
-      float* o = out(q);
-      for (int i = 0; i < 8; ++i) o[i] = i < lanes ? x[(c + i) * plane + pos[q].in] : 0.0f;
-    }
+    for (int i = 0; i < count; ++i)
+      for (int l = 0; l < 8; ++l) out[i][l] = l < lanes ? x[(c + l) * plane + in[i]] : 0.0f;
     return;
   }
   // Offsets increase with the position, so a difference of 7 means eight consecutive floats.
-  const bool consecutive = pos[7].in - pos[0].in == 7;
+  const bool consecutive = in[7] - in[0] == 7;
   __m256i idx = _mm256_setzero_si256();
-  if (!consecutive) {
-    alignas(32) int32_t d[8];
-    for (int q = 0; q < 8; ++q) d[q] = pos[q].in - pos[0].in;
-    idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(d));
-  }
+  if (!consecutive)
+    idx = _mm256_sub_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)),
+                           _mm256_set1_epi32(in[0]));
   __m256 r[8];
   for (int i = 0; i < 8; ++i) {
-    const float* row = x + (c + i) * plane + pos[0].in;
+    const float* row = x + (c + i) * plane + in[0];
     r[i] = i >= lanes    ? _mm256_setzero_ps()
            : consecutive ? _mm256_loadu_ps(row)
                          : _mm256_i32gather_ps(row, idx, 4);
   }
   transpose8x8_avx(r);
-  for (int q = 0; q < 8; ++q) _mm256_storeu_ps(out(q), r[q]);
+  for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out[i], r[i]);
 }
 
 }  // namespace conv::kernels::pointwise
