@@ -2,6 +2,8 @@
 #include <cmath>
 
 #include "conv/algorithm.hpp"
+#include "conv/device.hpp"
+#include "conv/error.hpp"
 
 namespace conv {
 
@@ -23,8 +25,43 @@ std::vector<double> error_scale(const Algorithm& algo, const ConvProblem& p,
   return s;
 }
 
-void Algorithm::pack_weights(const ConvProblem& /*p*/, const std::string& /*config*/,
-                             const float* /*w*/, void* /*packed*/, int /*threads*/) const {
+namespace {
+
+// Every kernel indexes x, w and y by the problem's sizes; applicable() is where each one says
+// which problems those sizes are right for.
+void check_problem(const Algorithm& a, const ConvProblem& p) {
+  p.validate();
+  if (const Applicability ap = a.applicable(p); !ap.ok) throw Error(ap.reason);
+}
+
+}  // namespace
+
+void Algorithm::forward(const ConvProblem& p, const std::string& config,
+                        const ForwardArgs& args) const {
+  check_problem(*this, p);
+  const std::string who = ": " + std::string(id()) + ": ";
+  if (!args.x) throw Error("x" + who + "null input");
+  if (!args.y) throw Error("y" + who + "null output");
+  // Packed weights stand in for w only where this algorithm packs: otherwise it reads w.
+  if (!args.w && (!args.packed_weights || packed_weights_bytes(p, config) == 0))
+    throw Error("w" + who + "null weights" +
+                (args.packed_weights ? " (this algorithm does not pack weights)" : ""));
+  ForwardArgs a = args;
+  a.threads = resolve_threads(args.threads);
+  do_forward(p, config, a);
+}
+
+void Algorithm::pack_weights(const ConvProblem& p, const std::string& config, const float* w,
+                             void* packed, int threads) const {
+  check_problem(*this, p);
+  const std::string who = ": " + std::string(id()) + ": ";
+  if (!w) throw Error("w" + who + "null weights");
+  if (!packed) throw Error("packed" + who + "null buffer");
+  do_pack_weights(p, config, w, packed, resolve_threads(threads));
+}
+
+void Algorithm::do_pack_weights(const ConvProblem& /*p*/, const std::string& /*config*/,
+                                const float* /*w*/, void* /*packed*/, int /*threads*/) const {
   throw Error(std::string(id()) + ": pack_weights: this algorithm does not pack weights");
 }
 

@@ -623,8 +623,8 @@ struct FftModel final : conv::Algorithm {
   conv::Applicability applicable(const conv::ConvProblem&) const override { return {}; }
   std::vector<std::string> configs(const conv::ConvProblem&) const override { return {"t"}; }
   size_t workspace_bytes(const conv::ConvProblem&, const std::string&) const override { return 0; }
-  void forward(const conv::ConvProblem&, const std::string&,
-               const conv::ForwardArgs&) const override {}
+  void do_forward(const conv::ConvProblem&, const std::string&,
+                  const conv::ForwardArgs&) const override {}
   double error_bound(const conv::ConvProblem& p, const std::string&) const override {
     return conv::kernels::fft::error_bound(p, conv::gpu::fft_cpu_geometry(p, T));
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <regex>
 #include <set>
@@ -153,13 +154,13 @@ TEST_CASE(
   CHECK(checked >= 150);
 }
 
-TEST_CASE("a CPU algorithm called on a problem it does not apply to throws or is still right") {
-  // Plan and the tuner ask applicable() first; a caller of Algorithm::forward need not. Each
+TEST_CASE("every algorithm's forward() refuses a problem its applicable() refuses") {
+  // Plan and the tuner ask applicable() first; a caller of Algorithm::forward need not, and the
+  // kernels index x, w and y as if it had (cpu.depthwise once wrote past y on a 3x3 problem,
+  // cpu.pointwise read past a padded input's end, cpu.winograd ran stride 2 as stride 1). Each
   // algorithm gets, with every config it offers on any of these problems, each problem it
-  // refuses: workspace_bytes() and forward() must throw a conv::Error that starts with the field
-  // it names, or forward() must match the reference (cpu.depthwise once wrote out of bounds on a
-  // 3x3 problem, cpu.pointwise read past a padded input's end).
-  if (conv::cpu_isa() == conv::CpuIsa::scalar) return;  // the AVX2 rows offer no configs
+  // refuses: forward() must throw applicable()'s reason, which starts with the field it names,
+  // before it touches y.
   const std::vector<std::string> descriptors = {
       "mb1ic9ih13iw7oc5kh1kw1ph1n\"1x1_padded\"",
       "g3mb1ic9ih13iw7oc6kh1kw1n\"1x1_grouped\"",
@@ -177,48 +178,129 @@ TEST_CASE("a CPU algorithm called on a problem it does not apply to throws or is
   for (const auto& d : descriptors) problems.push_back(conv::parse_descriptor(d));
   // "field: ..." or "field, field: ..." (e.g. "ConvProblem.R: ", "R, S: ", "padding: ").
   const std::regex field("^[A-Za-z_.]+(, [A-Za-z_.]+)*: .*");
-  std::set<std::string> refusals;  // "algorithm problem" pairs refused with an Error
-  for (const conv::Algorithm* algo : conv::registry()) {
-    if (algo->device() != conv::Device::Kind::cpu) continue;
+  std::set<std::string> refusals;  // "algorithm problem" pairs refused
+  for (const conv::Algorithm* algo : conv::all_algorithms()) {
     std::set<std::string> configs;
     for (const auto& p : problems)
       if (algo->applicable(p).ok)
         for (const auto& c : algo->configs(p)) configs.insert(c);
     INFO(algo->id());
-    CHECK(!configs.empty());  // every CPU row applies to one of the problems at least
+    // Every CPU row applies to one of the problems at least (CUDA rows where a GPU is present).
+    if (algo->device() == conv::Device::Kind::cpu && conv::cpu_isa() != conv::CpuIsa::scalar)
+      CHECK(!configs.empty());
     for (size_t i = 0; i < problems.size(); ++i) {
       const conv::ConvProblem& p = problems[i];
-      if (algo->applicable(p).ok) continue;
+      const conv::Applicability ap = algo->applicable(p);
+      if (ap.ok) continue;
+      if (algo->device() == conv::Device::Kind::cpu) CHECK(std::regex_match(ap.reason, field));
       convtest::ReferenceCase ref(p, 1800 + i);
       for (const std::string& config : configs) {
-        INFO(config << " on " << p.name << " (" << algo->applicable(p).reason << ")");
-        conv::AlignedBuffer y(p.y_bytes());
+        INFO(config << " on " << p.name << " (" << ap.reason << ")");
+        conv::AlignedBuffer y(p.y_bytes()), ws(1 << 20);
         conv::poison_nan(y.floats(), p.y_elems());
-        try {
-          conv::AlignedBuffer ws(std::max<size_t>(64, algo->workspace_bytes(p, config)));
-          conv::ForwardArgs a;
-          a.x = ref.x();
-          a.w = ref.w();
-          a.bias = ref.bias();
-          a.y = y.floats();
-          a.workspace = ws.data();
-          a.workspace_size = ws.size();
-          a.threads = 2;
-          algo->forward(p, config, a);
-        } catch (const conv::Error& e) {
-          INFO(e.what());
-          CHECK(std::regex_match(e.what(), field));
-          refusals.insert(std::string(algo->id()) + " " + p.name);
-          continue;
-        }
-        CHECK(ref.compare(y.floats(), *algo, config).ok());
+        conv::ForwardArgs a;
+        a.x = ref.x();
+        a.w = ref.w();
+        a.bias = ref.bias();
+        a.y = y.floats();
+        a.workspace = ws.data();
+        a.workspace_size = ws.size();
+        a.threads = 2;
+        CHECK_THROWS_WITH(algo->forward(p, config, a), ap.reason);
+        CHECK(std::isnan(y.floats()[0]));
+        refusals.insert(std::string(algo->id()) + " " + p.name);
       }
     }
   }
-  // The two that once went out of bounds refuse, whatever the others do.
-  CHECK(refusals.count("cpu.depthwise 3x3") == 1);
-  CHECK(refusals.count("cpu.pointwise 1x1_padded") == 1);
-  CHECK(refusals.count("cpu.pointwise 1x1_grouped") == 1);
+  // The three that once went out of bounds or wrong refuse.
+  if (conv::cpu_isa() != conv::CpuIsa::scalar) {
+    CHECK(refusals.count("cpu.depthwise 3x3") == 1);
+    CHECK(refusals.count("cpu.pointwise 1x1_padded") == 1);
+    CHECK(refusals.count("cpu.pointwise 1x1_grouped") == 1);
+    CHECK(refusals.count("cpu.winograd 3x3_s2_k16") == 1);
+  }
+}
+
+TEST_CASE("every algorithm's forward() and pack_weights() name a bad argument") {
+  // Null tensors, thread counts out of range and invalid problems are refused by
+  // Algorithm::forward and pack_weights themselves, for every row (they once crashed inside
+  // libgomp for 100000 threads, or aborted on a negative count). Threads 0 means the OpenMP
+  // default and runs.
+  const std::vector<std::string> descriptors = {
+      "mb1ic9ih13iw7oc5kh3kw3ph1pw1n\"3x3\"",
+      "mb2ic20ih7iw7oc6kh1kw1n\"1x1\"",
+      "g8mb1ic8ih9iw9oc8kh3kw3ph1n\"depthwise\"",
+  };
+  int runs = 0, refusals = 0;
+  for (const conv::Algorithm* algo : conv::all_algorithms()) {
+    for (const auto& d : descriptors) {
+      const conv::ConvProblem p = conv::parse_descriptor(d);
+      if (!algo->applicable(p).ok) continue;
+      const std::string config = algo->configs(p).front();
+      INFO(algo->id() << " " << config << " on " << p.name);
+      convtest::ReferenceCase ref(p, 77);
+      conv::AlignedBuffer y(p.y_bytes());
+      conv::AlignedBuffer ws(std::max<size_t>(64, algo->workspace_bytes(p, config)));
+      conv::AlignedBuffer packed(std::max<size_t>(64, algo->packed_weights_bytes(p, config)));
+      const auto args = [&] {
+        conv::ForwardArgs a;
+        a.x = ref.x();
+        a.w = ref.w();
+        a.bias = ref.bias();
+        a.y = y.floats();
+        a.workspace = ws.data();
+        a.workspace_size = ws.size();
+        return a;
+      };
+      const auto refused = [&](const conv::ForwardArgs& a, const conv::ConvProblem& q,
+                               const std::string& prefix) {
+        conv::poison_nan(y.floats(), p.y_elems());
+        CHECK_THROWS_WITH(algo->forward(q, config, a), Catch::StartsWith(prefix));
+        CHECK(std::isnan(y.floats()[0]));
+        ++refusals;
+      };
+      for (const int t : {-1, conv::kMaxThreads + 1, 100000}) {
+        conv::ForwardArgs a = args();
+        a.threads = t;
+        refused(a, p, "threads: ");
+        CHECK_THROWS_WITH(
+            algo->pack_weights(p, config, ref.w(), packed.data(), t),
+            Catch::StartsWith("threads: ") || Catch::Contains("does not pack weights"));
+      }
+      conv::ForwardArgs a = args();
+      a.x = nullptr;
+      refused(a, p, "x: ");
+      a = args();
+      a.y = nullptr;
+      CHECK_THROWS_WITH(algo->forward(p, config, a), Catch::StartsWith("y: "));
+      a = args();
+      a.w = nullptr;
+      refused(a, p, "w: ");
+      if (algo->packed_weights_bytes(p, config) == 0) {
+        a.packed_weights = packed.data();  // not this algorithm's: it reads w
+        refused(a, p, "w: ");
+      }
+      conv::ConvProblem bad = p;
+      bad.C = 0;
+      refused(args(), bad, "ConvProblem.C: ");
+      CHECK_THROWS_WITH(algo->pack_weights(p, config, nullptr, packed.data(), 1),
+                        Catch::StartsWith("w: ") || Catch::Contains("does not pack weights"));
+      CHECK_THROWS_WITH(algo->pack_weights(p, config, ref.w(), nullptr, 1),
+                        Catch::StartsWith("packed: ") || Catch::Contains("does not pack weights"));
+      if (algo->device() != conv::Device::Kind::cpu) continue;  // host pointers
+      a = args();
+      a.threads = 0;
+      conv::poison_nan(y.floats(), p.y_elems());
+      algo->forward(p, config, a);
+      const auto r = ref.compare(y.floats(), *algo, config);
+      INFO("threads 0: max error " << r.max_error << " (bound " << r.bound << ")");
+      CHECK(r.ok());
+      ++runs;
+    }
+  }
+  // Every CPU row ran one of the problems at least (cpu.direct and cpu.im2col_gemm all three).
+  CHECK(runs >= (conv::cpu_isa() == conv::CpuIsa::scalar ? 6 : 12));
+  CHECK(refusals >= 6 * runs);  // three thread counts, x, w, an invalid problem
 }
 
 TEST_CASE(

@@ -35,7 +35,7 @@ struct ForwardArgs {
   void* workspace = nullptr;             ///< scratch of at least workspace_bytes(problem, config)
   size_t workspace_size = 0;             ///< bytes available at `workspace`
   const void* packed_weights = nullptr;  ///< from pack_weights() for the same problem+config
-  int threads = 1;                       ///< CPU threads to use (>= 1)
+  int threads = 1;  ///< CPU threads, 0 = the OpenMP default, at most kMaxThreads (device.hpp)
   void* stream = nullptr;  ///< cudaStream_t for CUDA algorithms; null = default stream
 };
 
@@ -64,10 +64,15 @@ class Algorithm {
   /// Scratch bytes forward() needs for (p, config); exact, may be 0.
   virtual size_t workspace_bytes(const ConvProblem& p, const std::string& config) const = 0;
 
-  /// Runs the convolution. Throws conv::Error for an unknown config ("config: ..."), a workspace
-  /// smaller than workspace_bytes() ("workspace: ..."), or a failed library call.
-  virtual void forward(const ConvProblem& p, const std::string& config,
-                       const ForwardArgs& args) const = 0;
+  /// Runs the convolution: y = conv(x, w) + bias for the tensors in `args` (NCHW x and y, KCRS w).
+  /// Checks first what every algorithm needs, so that no caller can reach a kernel with input it
+  /// was not written for: throws conv::Error for an invalid problem (ConvProblem::validate's
+  /// message), a problem applicable() refuses (its reason, which names the field), a null x or y
+  /// ("x: ...", "y: ..."), a null w without packed weights this algorithm made ("w: ..."), or
+  /// threads outside [0, kMaxThreads] ("threads: ..."; 0 = the OpenMP default). The algorithm
+  /// then throws for an unknown config ("config: ..."), a workspace smaller than
+  /// workspace_bytes() ("workspace: ..."), or a failed library call.
+  void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& args) const;
 
   /// The accuracy contract (DESIGN.md, "Tolerance per algorithm"): for fp32 data, every output o
   /// satisfies |y_o - y_ref_o| <= error_bound(p, config) * s_o, where the error scale s_o =
@@ -92,8 +97,17 @@ class Algorithm {
     return 0;
   }
   /// Transforms KCRS weights `w` into `packed` (packed_weights_bytes() bytes), once per Plan.
-  virtual void pack_weights(const ConvProblem& p, const std::string& config, const float* w,
-                            void* packed, int threads) const;
+  /// Throws conv::Error as forward() for the problem, a null w or packed ("w: ...", "packed: ..."),
+  /// and threads; for an unknown config; and when the algorithm does not pack weights.
+  void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
+                    int threads) const;
+
+ private:
+  /// forward() and pack_weights() once their checks passed (threads resolved to >= 1).
+  virtual void do_forward(const ConvProblem& p, const std::string& config,
+                          const ForwardArgs& args) const = 0;
+  virtual void do_pack_weights(const ConvProblem& p, const std::string& config, const float* w,
+                               void* packed, int threads) const;
 };
 
 /// Error bound for exact-order algorithms summing `n` = C/g*R*S products in fp32:

@@ -98,17 +98,12 @@ class Depthwise final : public Algorithm {
     return round64(s.x_floats) + round64(s.y_floats) + round64(s.w_floats);
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
-    // A caller of forward() need not have asked applicable(): its layout would write past y.
-    if (const Applicability ap = applicable(p); !ap.ok) throw Error(ap.reason);
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     const Shape s = shape(p, config);
     if (s.L == 16 && cpu_isa() != CpuIsa::avx512)
       throw Error("config: cpu.depthwise c16_avx512 needs AVX-512 (this CPU, or its cap: " +
                   std::string(to_string(cpu_isa())) + ")");
-    if (!a.x) throw Error("x: cpu.depthwise: null input");
-    if (!a.w) throw Error("w: cpu.depthwise: null weights");
-    if (!a.y) throw Error("y: cpu.depthwise: null output");
     if (a.workspace_size < workspace_bytes(p, config) || !a.workspace)
       throw Error("workspace: cpu.depthwise needs " + std::to_string(workspace_bytes(p, config)) +
                   " bytes, got " + std::to_string(a.workspace_size));
@@ -118,7 +113,7 @@ class Depthwise final : public Algorithm {
     float* wb = reinterpret_cast<float*>(ws + round64(s.x_floats) + round64(s.y_floats));
     const int64_t L = s.L, RS = p.R * p.S, C = p.C, H = p.H, W = p.W;
     const bool avx2 = cpu_isa() >= CpuIsa::avx2;  // 16 lanes imply AVX-512, hence AVX2
-    const int threads = std::max(1, a.threads);
+    const int threads = a.threads;
 
     // Weights and bias, blocked once per call (in the first image's parallel region: on small
     // images this copy is a good part of the call): [CB][R*S + 1][L], padded channels zero.

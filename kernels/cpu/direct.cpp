@@ -345,8 +345,6 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   if (a.workspace_size < need || !a.workspace)
     throw Error("workspace: cpu.direct " + config + " needs " + std::to_string(need) +
                 " bytes, got " + std::to_string(a.workspace ? a.workspace_size : 0));
-  if (!a.x || !a.y || (!a.w && !a.packed_weights))
-    throw Error("x/w/y: cpu.direct needs non-null input, weights (or packed weights) and output");
   align_flat_vectors(a.x, &g);
 
   const bool use_simd = simd && cpu_has(cfg.isa);
@@ -411,7 +409,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   // of dw32) were up to 9% slower streamed. Not with several chunks, whose later ones read the
   // output back. Rows k of a block lie whole lines apart (OHW a multiple of 16 floats), so the
   // kernels stream exactly the vectors that fill whole lines (direct_block.hpp).
-  const int threads = std::max(1, a.threads);
+  const int threads = a.threads;
   common.stream = !g.band && nchunks == 1 && g.OHW % 16 == 0 &&
                   2 * 4 * p.K * g.OHW > threads * l2_cache_bytes();
   // Weight addressing: band [g][u][s][row], packed [g][kb][c][t][oc] or plain KCRS.
@@ -580,7 +578,7 @@ class Direct final : public Algorithm {
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability applicable(const ConvProblem& p) const override {
     if (!direct::view_fits(p))
-      return Applicability::no("the padded input view would need more than 2^58 bytes");
+      return Applicability::no("padding: the padded input view would need more than 2^58 bytes");
     return Applicability::yes();
   }
 
@@ -659,8 +657,8 @@ class Direct final : public Algorithm {
            direct::round64(direct::steps_in_table(p, g, c) * sizeof(int64_t));
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     direct::forward(p, config, a, true);
   }
 
@@ -671,8 +669,8 @@ class Direct final : public Algorithm {
     return static_cast<size_t>(p.groups * nkb * c.oc * p.Cg() * p.R * p.S) * sizeof(float);
   }
 
-  void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
-                    int threads) const override {
+  void do_pack_weights(const ConvProblem& p, const std::string& config, const float* w,
+                       void* packed, int threads) const override {
     const direct::Config c = direct::parse_config(config);
     const int64_t Kg = p.Kg(), Cg = p.Cg(), T = p.R * p.S, oc = c.oc;
     const int64_t nkb = (Kg + oc - 1) / oc;
@@ -681,12 +679,12 @@ class Direct final : public Algorithm {
       if (!direct::config_applies(p, c))
         throw Error("config: cpu.direct " + config + " (a band block) needs a depthwise problem");
       const int64_t steps = (p.R + oc - 1) * p.S;
-#pragma omp parallel for schedule(static) num_threads(std::max(1, threads))
+#pragma omp parallel for schedule(static) num_threads(threads)
       for (int64_t grp = 0; grp < p.groups; ++grp)
         direct::fill_band(p, c.oc, w + grp * T, out + grp * steps * oc);
       return;
     }
-#pragma omp parallel for schedule(static) num_threads(std::max(1, threads))
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t gkb = 0; gkb < p.groups * nkb; ++gkb) {
       const int64_t grp = gkb / nkb, kb = gkb % nkb;
       float* dst = out + gkb * Cg * T * oc;

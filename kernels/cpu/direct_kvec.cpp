@@ -258,9 +258,6 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   if (a.workspace_size < need || !a.workspace)
     throw Error("workspace: cpu.direct_kvec " + config + " needs " + std::to_string(need) +
                 " bytes, got " + std::to_string(a.workspace ? a.workspace_size : 0));
-  if (!a.x) throw Error("x: cpu.direct_kvec: null input");
-  if (!a.y) throw Error("y: cpu.direct_kvec: null output");
-  if (!a.w && !packed) throw Error("w: cpu.direct_kvec: null weights and no packed weights");
 
   const Geometry& g = l.g;
   const Blocking& bl = l.b;
@@ -286,7 +283,7 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   // Channels per view plane and floats per position (8 in nChw8c views, else 1).
   const int64_t cpl = g.cblock;
   const float* wpk = packed ? static_cast<const float*>(a.packed_weights) : wbuf;
-  const int threads = std::max(1, a.threads);
+  const int threads = a.threads;
   // One-shot, one image: each thread packs the weight blocks of its own tasks, each just before
   // its first use, into its own slice of the packed-weights buffer (one block, which stays in
   // its L2), instead of all threads packing every block first (a pass of the weights through
@@ -492,12 +489,13 @@ class DirectKvec final : public Algorithm {
 
   Applicability applicable(const ConvProblem& p) const override {
     if (cpu_isa() == CpuIsa::scalar)
-      return Applicability::no("needs AVX2 and FMA (the CPU or CONVTUNE_MAX_ISA has neither)");
+      return Applicability::no(
+          "isa: cpu.direct_kvec needs AVX2 and FMA (the CPU or CONVTUNE_MAX_ISA has neither)");
     if (!view_fits(p))
-      return Applicability::no("the padded input view would need more than 2^58 bytes");
+      return Applicability::no("padding: the padded input view would need more than 2^58 bytes");
     if (configs(p).empty())
       return Applicability::no(
-          "every register block would leave more than a quarter of its computed output channels "
+          "K: every register block would leave more than a quarter of its computed output channels "
           "unused (K/g = " +
           std::to_string(p.Kg()) + ")");
     return Applicability::yes();
@@ -538,8 +536,8 @@ class DirectKvec final : public Algorithm {
     return workspace_bytes_for(make_layout(p, parse_kvec_config(config)), true);
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     kvec_forward(p, config, a);
   }
 
@@ -547,14 +545,14 @@ class DirectKvec final : public Algorithm {
     return make_layout(p, parse_kvec_config(config)).packed_floats * sizeof(float);
   }
 
-  void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
-                    int threads) const override {
+  void do_pack_weights(const ConvProblem& p, const std::string& config, const float* w,
+                       void* packed, int threads) const override {
     const KvecConfig c = parse_kvec_config(config);
     if (cpu_isa() == CpuIsa::scalar)
       throw Error("config: cpu.direct_kvec " + config + " needs AVX2 and FMA");
     const Layout l = make_layout(p, c);
     float* out = static_cast<float*>(packed);
-#pragma omp parallel for schedule(static) num_threads(std::max(1, threads))
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t gkb = 0; gkb < p.groups * l.nkb; ++gkb)
       pack_block(p, l, w, gkb, out + gkb * l.block_floats);
   }

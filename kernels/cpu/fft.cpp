@@ -224,15 +224,17 @@ class Fft final : public Algorithm {
 
   Applicability applicable(const ConvProblem& p) const override {
     if (cpu_isa() == CpuIsa::scalar)
-      return Applicability::no("cpu.fft needs AVX2 and FMA, which this CPU lacks");
+      return Applicability::no(
+          "isa: cpu.fft needs AVX2 and FMA, which this CPU (or CONVTUNE_MAX_ISA) lacks");
     const int64_t Rp = sub_kernel(p.R, p.dilation_h, p.stride_h);
     const int64_t Sp = sub_kernel(p.S, p.dilation_w, p.stride_w);
     if (Rp == 1 && Sp == 1)
       return Applicability::no(
-          "every (sub-)kernel is 1x1 after the polyphase split: the FFT would only add transform "
+          "R, S: every (sub-)kernel is 1x1 after the polyphase split: the FFT would only add "
+          "transform "
           "cost and tile-wide rounding to what is a plain GEMM over channels");
     if (Rp > 63 || Sp > 63)
-      return Applicability::no("kernel after dilation and polyphase split is " +
+      return Applicability::no("R, S: the kernel after dilation and polyphase split is " +
                                std::to_string(Rp) + "x" + std::to_string(Sp) +
                                "; the largest tile (64x64) takes up to 63x63");
     return Applicability::yes();
@@ -282,20 +284,18 @@ class Fft final : public Algorithm {
     return make_geometry(p, parse_config(config)).w_bytes;
   }
 
-  void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
-                    int threads) const override {
+  void do_pack_weights(const ConvProblem& p, const std::string& config, const float* w,
+                       void* packed, int threads) const override {
     const Geometry g = make_geometry(p, parse_config(config));
     check_runnable();
-    if (!w) throw Error("w: cpu.fft pack_weights needs weights");
-    if (!packed) throw Error("packed: cpu.fft pack_weights needs a destination");
     if (g.lanes == 16)
       pack_weights_avx512(p, g, w, static_cast<float*>(packed), threads);
     else
       pack_weights_avx2(p, g, w, static_cast<float*>(packed), threads);
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     const Geometry g = make_geometry(p, parse_config(config));
     check_runnable();
     const size_t need = a.packed_weights ? g.total_bytes - round64(g.w_bytes) : g.total_bytes;
@@ -303,13 +303,11 @@ class Fft final : public Algorithm {
       throw Error("workspace: cpu.fft " + config + " needs " + std::to_string(need) +
                   " bytes, got " +
                   (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
-    if (!a.x || !a.y || (!a.w && !a.packed_weights))
-      throw Error("ForwardArgs: cpu.fft needs x, y and w (or packed_weights)");
     // The workspace layout assumes a 64-byte aligned start; the 64 spare bytes allow for that.
     const uintptr_t base = reinterpret_cast<uintptr_t>(a.workspace);
     char* ws = reinterpret_cast<char*>((base + 63) / 64 * 64);
     const float* packed = static_cast<const float*>(a.packed_weights);
-    const int threads = std::max(1, a.threads);
+    const int threads = a.threads;
     if (g.lanes == 16)
       forward_avx512(p, g, a.x, a.w, packed, a.bias, a.y, ws, threads);
     else

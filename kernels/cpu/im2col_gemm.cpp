@@ -72,8 +72,8 @@ class Im2colGemm final : public Algorithm {
     return static_cast<size_t>(p.Cg() * p.R * p.S) * p.OH() * p.OW() * sizeof(float);
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     if (config != "blis" && config != "cols" && config != "rows")
       throw Error("config: cpu.im2col_gemm has \"blis\", \"cols\" and \"rows\", got \"" + config +
                   "\"");

@@ -446,10 +446,8 @@ class OneDnn final : public Algorithm {
     return s.packs ? s.packed_w.get_size() : 0;
   }
 
-  void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
-                    int threads) const override {
-    if (!w) throw Error("w: cpu.onednn: pack_weights needs the weights");
-    if (!packed) throw Error("packed: cpu.onednn: pack_weights needs the destination");
+  void do_pack_weights(const ConvProblem& p, const std::string& config, const float* w,
+                       void* packed, int threads) const override {
     const Shape& s = usable_shape(get_shape(p, parse_config(config)));
     try {
       ScopedOmpThreads scope(threads);
@@ -466,14 +464,9 @@ class OneDnn final : public Algorithm {
     }
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     const Variant v = parse_config(config);
-    if (!a.x) throw Error("x: cpu.onednn: null input");
-    if (!a.w && !a.packed_weights) throw Error("w: cpu.onednn: null weights");
-    if (!a.y) throw Error("y: cpu.onednn: null output");
-    if (a.threads < 1)
-      throw Error("threads: cpu.onednn needs >= 1, got " + std::to_string(a.threads));
     const int threads = std::min(a.threads, thread_ceiling());
     const std::shared_ptr<Executable> e = get_executable(p, v, threads);
     const Design& d = e->design;

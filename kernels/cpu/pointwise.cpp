@@ -126,20 +126,15 @@ class Pointwise final : public Algorithm {
     return static_cast<size_t>(shape(p).workspace());
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     const Config cfg = parse_config(config);
-    // A caller of forward() need not have asked applicable(): say why rather than read past x.
-    if (const Applicability ap = applicable(p); !ap.ok) throw Error(ap.reason);
     const Shape s = shape(p);
     if (!a.workspace) throw Error("workspace: cpu.pointwise: null workspace");
     if (a.workspace_size < static_cast<size_t>(s.workspace()))
       throw Error("workspace: cpu.pointwise " + config + " needs " + std::to_string(s.workspace()) +
                   " bytes, got " + std::to_string(a.workspace_size));
-    if (!a.x) throw Error("x: cpu.pointwise: null input");
-    if (!a.w) throw Error("w: cpu.pointwise: null weights");
-    if (!a.y) throw Error("y: cpu.pointwise: null output");
-    const int threads = resolve_threads(a.threads);
+    const int threads = a.threads;
 
     TileFn fns[5] = {};
     for (int n = 1; n <= cfg.pb; ++n) fns[n] = avx2_tile(cfg.kb, n);

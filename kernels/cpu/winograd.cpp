@@ -256,20 +256,15 @@ class Winograd final : public Algorithm {
     return static_cast<size_t>(g.u_floats + g.v_floats + g.m_floats) * sizeof(float) + phases + 64;
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
-    // A caller of forward() need not have asked applicable(): a stride-2 problem would run as if
-    // it had stride 1 (a wrong answer, no error).
-    if (const Applicability ap = applicable(p); !ap.ok) throw Error(ap.reason);
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     const size_t need = workspace_bytes(p, config);
     if (a.workspace_size < need || (need > 0 && !a.workspace))
       throw Error("workspace: cpu.winograd " + config + " needs " + std::to_string(need) +
                   " bytes, got " +
                   (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
-    if (!a.x || !a.y) throw Error(std::string(a.x ? "y" : "x") + ": null tensor");
-    if (!a.w && !a.packed_weights) throw Error("w: null and no packed weights");
     require_avx2();
-    const int threads = resolve_threads(a.threads);  // 0 (or less): the OpenMP default
+    const int threads = a.threads;
     const uintptr_t base = reinterpret_cast<uintptr_t>(a.workspace);
     float* ws = reinterpret_cast<float*>((base + 63) / 64 * 64);
     if (!dilated(p)) {
@@ -333,14 +328,11 @@ class Winograd final : public Algorithm {
     return static_cast<size_t>(geometry(p, config).u_floats) * sizeof(float);
   }
 
-  void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
-                    int threads) const override {
+  void do_pack_weights(const ConvProblem& p, const std::string& config, const float* w,
+                       void* packed, int threads) const override {
     const winograd::Geometry g = geometry(p, config);
-    if (!w) throw Error("w: null tensor");
-    if (!packed) throw Error("packed: null buffer");
     require_avx2();
-    winograd::transform_weights_avx2(undilated(p), g, w, static_cast<float*>(packed),
-                                     resolve_threads(threads));
+    winograd::transform_weights_avx2(undilated(p), g, w, static_cast<float*>(packed), threads);
   }
 
  private:

@@ -273,12 +273,10 @@ class Cudnn final : public Algorithm {
     return std::max(bound, 8 * exact);
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     if (config != "fma")
       throw Error(std::string("config: ") + info_.id + " has only \"fma\", got \"" + config + "\"");
-    const Applicability ok = applicable(p);
-    if (!ok.ok) throw Error(std::string(info_.id) + ": not applicable: " + ok.reason);
     const Setup& su = setup(p);
     const size_t need = su.workspace[index_];
     if (a.workspace_size < need || (need > 0 && !a.workspace))

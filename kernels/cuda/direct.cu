@@ -109,8 +109,8 @@ class Direct final : public Algorithm {
 
   size_t workspace_bytes(const ConvProblem&, const std::string&) const override { return 0; }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     gpu::run_config(kConfigs, id(), config, p, a);
   }
 };

@@ -267,8 +267,8 @@ class Fft final : public Algorithm {
     return bytes_without_weights(z) + round256(z.wf * 8);
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     const FftParams q = params(p, parse(p, config));
     const Sizes z = sizes(q);
     const size_t need = bytes_without_weights(z) + (a.packed_weights ? 0 : round256(z.wf * 8));
@@ -323,8 +323,8 @@ class Fft final : public Algorithm {
     return static_cast<size_t>(sizes(params(p, parse(p, config))).wf) * 8;
   }
   // `w` and `packed` are device memory; the real kernel tiles go to a temporary buffer.
-  void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
-                    int) const override {
+  void do_pack_weights(const ConvProblem& p, const std::string& config, const float* w,
+                       void* packed, int) const override {
     const FftParams q = params(p, parse(p, config));
     const DeviceBuffer real(cuda_device_ops(gpu::current_device()),
                             static_cast<size_t>(q.s.K * q.Cp * q.T * q.T) * 4);

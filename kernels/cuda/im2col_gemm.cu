@@ -99,8 +99,8 @@ class Im2colGemm final : public Algorithm {
     return static_cast<size_t>(p.C * p.R * p.S) * p.OH() * p.OW() * sizeof(float);
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     if (config != "cublas")
       throw Error("config: cuda.im2col_gemm has only \"cublas\", got \"" + config + "\"");
     const size_t need = workspace_bytes(p, config);

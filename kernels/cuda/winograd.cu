@@ -142,10 +142,12 @@ class Winograd final : public Algorithm {
     Applicability dev = gpu::device_check();
     if (!dev.ok) return dev;
     if (p.R != 3 || p.S != 3)
-      return Applicability::no("Winograd F(m x m, 3 x 3) needs a 3x3 kernel, got " +
+      return Applicability::no("R, S: Winograd F(m x m, 3 x 3) needs a 3x3 kernel, got " +
                                std::to_string(p.R) + "x" + std::to_string(p.S));
-    if (p.stride_h != 1 || p.stride_w != 1) return Applicability::no("needs stride 1");
-    if (p.dilation_h != 1 || p.dilation_w != 1) return Applicability::no("needs dilation 1");
+    if (p.stride_h != 1 || p.stride_w != 1)
+      return Applicability::no("stride: cuda.winograd needs stride 1");
+    if (p.dilation_h != 1 || p.dilation_w != 1)
+      return Applicability::no("dilation: cuda.winograd needs dilation 1");
     // cuBLAS takes int sizes (tiles per group at m = 2 is the largest).
     const WinoParams q = params(p, 2);
     if (q.T > INT_MAX || p.Cg() > INT_MAX || p.Kg() > INT_MAX || p.groups * 16 > INT_MAX)
@@ -160,8 +162,8 @@ class Winograd final : public Algorithm {
     return vm_bytes(q) + u_bytes(q);
   }
 
-  void forward(const ConvProblem& p, const std::string& config,
-               const ForwardArgs& a) const override {
+  void do_forward(const ConvProblem& p, const std::string& config,
+                  const ForwardArgs& a) const override {
     const WinoParams q = params(p, parse(config));
     const size_t need = vm_bytes(q) + (a.packed_weights ? 0 : u_bytes(q));
     if (a.workspace_size < need || (need > 0 && !a.workspace))
@@ -188,8 +190,8 @@ class Winograd final : public Algorithm {
     return u_bytes(params(p, parse(config)));
   }
   // `w` and `packed` are device memory (a Plan on a CUDA device packs on that device).
-  void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
-                    int) const override {
+  void do_pack_weights(const ConvProblem& p, const std::string& config, const float* w,
+                       void* packed, int) const override {
     const WinoParams q = params(p, parse(config));
     if (q.m == 2)
       transform_weights<2>(q, w, static_cast<float*>(packed), nullptr);
