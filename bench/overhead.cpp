@@ -53,11 +53,11 @@ int main(int argc, char** argv) {
       [&] { conv::best_forward(p, x.floats(), w.floats(), b.floats(), y.floats(), o); });
   std::printf("problem %s, winner %s %s\n", p.key().c_str(), choice.algo_id.c_str(),
               choice.config.c_str());
-  std::printf("Algorithm::forward (the kernel alone) %8.3f us/call (median of 7 rounds of %d)\n",
+  std::printf("Algorithm::forward (kernel + checks)  %8.3f us/call (median of 7 rounds of %d)\n",
               raw, iters);
   std::printf("conv::forward (validates its arguments) %8.3f us/call\n", direct);
   std::printf("conv::best_forward                   %8.3f us/call\n", best);
-  std::printf("best_forward overhead over the kernel %8.3f us/call\n", best - raw);
+  std::printf("best_forward overhead over forward()  %8.3f us/call\n", best - raw);
   std::filesystem::remove(o.perfdb_path);
   return 0;
 }

@@ -1,5 +1,7 @@
-// Defaults of the Algorithm interface shared by every kernel.
+// The checks of the Algorithm interface shared by every kernel, and its defaults.
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
@@ -13,10 +15,6 @@ double exact_order_error_bound(const ConvProblem& p) {
   return 16 * u * std::sqrt(n) + 8 * u;
 }
 
-double Algorithm::error_bound(const ConvProblem& p, const std::string& /*config*/) const {
-  return exact_order_error_bound(p);
-}
-
 std::vector<double> error_scale(const Algorithm& algo, const ConvProblem& p,
                                 const std::string& config, const float* x, const float* w,
                                 const double* abs_sum, int threads) {
@@ -27,42 +25,151 @@ std::vector<double> error_scale(const Algorithm& algo, const ConvProblem& p,
 
 namespace {
 
-// Every kernel indexes x, w and y by the problem's sizes; applicable() is where each one says
-// which problems those sizes are right for.
-void check_problem(const Algorithm& a, const ConvProblem& p) {
-  p.validate();
-  if (const Applicability ap = a.applicable(p); !ap.ok) throw Error(ap.reason);
+// Packed weights are an opaque buffer: a CPU algorithm's starts with this tag, so that a buffer
+// packed for another config, problem or algorithm (each of which lays the weights out
+// differently) is refused instead of read as if it fitted. 64 bytes keep the payload aligned.
+constexpr size_t kTagBytes = kPackedWeightsTagBytes;
+constexpr uint64_t kTagMagic = 0x6b6361507674636eULL;  // "nctvPack"
+
+struct Tag {
+  uint64_t magic = kTagMagic;
+  uint64_t hash = 0;
+  uint64_t payload_bytes = 0;
+};
+static_assert(sizeof(Tag) <= kTagBytes);
+
+// FNV-1a over the algorithm, the config and every field that shapes the packed layout.
+uint64_t tag_hash(std::string_view id, const std::string& config, const ConvProblem& p) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  const auto add = [&](const void* data, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ULL;
+  };
+  add(id.data(), id.size());
+  add("", 1);
+  add(config.data(), config.size());
+  const int64_t fields[] = {p.N,
+                            p.C,
+                            p.H,
+                            p.W,
+                            p.K,
+                            p.R,
+                            p.S,
+                            p.stride_h,
+                            p.stride_w,
+                            p.pad_top,
+                            p.pad_left,
+                            p.pad_bottom,
+                            p.pad_right,
+                            p.dilation_h,
+                            p.dilation_w,
+                            p.groups,
+                            static_cast<int64_t>(p.dtype),
+                            static_cast<int64_t>(p.layout)};
+  add(fields, sizeof fields);
+  return h;
+}
+
+std::string who(const Algorithm& a) {
+  return ": " + std::string(a.id()) + ": ";
 }
 
 }  // namespace
 
+Applicability Algorithm::applicable(const ConvProblem& p) const {
+  p.validate();
+  return do_applicable(p);
+}
+
+std::vector<std::string> Algorithm::configs(const ConvProblem& p) const {
+  p.validate();
+  return do_configs(p);
+}
+
+size_t Algorithm::workspace_bytes(const ConvProblem& p, const std::string& config) const {
+  p.validate();
+  return do_workspace_bytes(p, config);
+}
+
+double Algorithm::error_bound(const ConvProblem& p, const std::string& config) const {
+  p.validate();
+  return do_error_bound(p, config);
+}
+
+double Algorithm::do_error_bound(const ConvProblem& p, const std::string& /*config*/) const {
+  return exact_order_error_bound(p);
+}
+
+void Algorithm::add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
+                                const float* w, double* scale, int threads) const {
+  p.validate();
+  if (!x) throw Error("x" + who(*this) + "null input");
+  if (!w) throw Error("w" + who(*this) + "null weights");
+  if (!scale) throw Error("scale" + who(*this) + "null output");
+  do_add_error_scale(p, config, x, w, scale, resolve_threads(threads));
+}
+
+size_t Algorithm::packed_weights_bytes(const ConvProblem& p, const std::string& config) const {
+  p.validate();
+  const size_t n = do_packed_weights_bytes(p, config);
+  return n == 0 || device() != Device::Kind::cpu ? n : n + kTagBytes;
+}
+
 void Algorithm::forward(const ConvProblem& p, const std::string& config,
                         const ForwardArgs& args) const {
-  check_problem(*this, p);
-  const std::string who = ": " + std::string(id()) + ": ";
-  if (!args.x) throw Error("x" + who + "null input");
-  if (!args.y) throw Error("y" + who + "null output");
-  // Packed weights stand in for w only where this algorithm packs: otherwise it reads w.
-  if (!args.w && (!args.packed_weights || packed_weights_bytes(p, config) == 0))
-    throw Error("w" + who + "null weights" +
-                (args.packed_weights ? " (this algorithm does not pack weights)" : ""));
+  p.validate();
+  if (const Applicability ap = do_applicable(p); !ap.ok) throw Error(ap.reason);
+  if (!args.x) throw Error("x" + who(*this) + "null input");
+  if (!args.y) throw Error("y" + who(*this) + "null output");
   ForwardArgs a = args;
   a.threads = resolve_threads(args.threads);
+  if (a.packed_weights) {
+    const size_t n = do_packed_weights_bytes(p, config);
+    if (n == 0) {
+      a.packed_weights = nullptr;  // this config reads w
+    } else if (device() == Device::Kind::cpu) {
+      Tag tag;
+      std::memcpy(&tag, a.packed_weights, sizeof tag);
+      if (tag.magic != kTagMagic || tag.hash != tag_hash(id(), config, p) || tag.payload_bytes != n)
+        throw Error("packed_weights" + who(*this) +
+                    "not packed by pack_weights() for this algorithm, config \"" + config +
+                    "\" and problem " + p.key());
+      a.packed_weights = static_cast<const char*>(a.packed_weights) + kTagBytes;
+    }
+  }
+  if (!a.w && !a.packed_weights)
+    throw Error("w" + who(*this) + "null weights" +
+                (args.packed_weights ? " (config \"" + config + "\" packs no weights)" : ""));
   do_forward(p, config, a);
 }
 
 void Algorithm::pack_weights(const ConvProblem& p, const std::string& config, const float* w,
                              void* packed, int threads) const {
-  check_problem(*this, p);
-  const std::string who = ": " + std::string(id()) + ": ";
-  if (!w) throw Error("w" + who + "null weights");
-  if (!packed) throw Error("packed" + who + "null buffer");
-  do_pack_weights(p, config, w, packed, resolve_threads(threads));
+  p.validate();
+  if (const Applicability ap = do_applicable(p); !ap.ok) throw Error(ap.reason);
+  if (!w) throw Error("w" + who(*this) + "null weights");
+  if (!packed) throw Error("packed" + who(*this) + "null buffer");
+  const int t = resolve_threads(threads);
+  const size_t n = do_packed_weights_bytes(p, config);
+  if (n == 0)
+    throw Error("config" + who(*this) + "\"" + config +
+                "\" packs no weights (packed_weights_bytes is 0)");
+  if (device() != Device::Kind::cpu) {
+    do_pack_weights(p, config, w, packed, t);
+    return;
+  }
+  // The tag is written last: a buffer whose packing threw is not taken for a packed one.
+  std::memset(packed, 0, kTagBytes);
+  do_pack_weights(p, config, w, static_cast<char*>(packed) + kTagBytes, t);
+  Tag tag;
+  tag.hash = tag_hash(id(), config, p);
+  tag.payload_bytes = n;
+  std::memcpy(packed, &tag, sizeof tag);
 }
 
-void Algorithm::do_pack_weights(const ConvProblem& /*p*/, const std::string& /*config*/,
+void Algorithm::do_pack_weights(const ConvProblem& /*p*/, const std::string& config,
                                 const float* /*w*/, void* /*packed*/, int /*threads*/) const {
-  throw Error(std::string(id()) + ": pack_weights: this algorithm does not pack weights");
+  throw Error("config" + who(*this) + "\"" + config + "\" packs no weights");
 }
 
 }  // namespace conv

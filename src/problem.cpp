@@ -26,15 +26,6 @@ void need_positive(const char* field, int64_t v) {
   if (v < 1) bad(field, "must be >= 1", v);
 }
 
-// Product of positive factors, or -1 when it exceeds int64.
-template <class Factors>
-int64_t checked_product(const Factors& factors) {
-  int64_t r = 1;
-  for (int64_t f : factors)
-    if (__builtin_mul_overflow(r, f, &r)) return -1;
-  return r;
-}
-
 }  // namespace
 
 int64_t ConvProblem::OH() const {
@@ -110,7 +101,12 @@ void ConvProblem::validate() const {
     const char* field;
     int64_t value;
   };
+  // Algorithm::forward validates on every call: no allocation unless the check fails.
   auto check_bytes = [](const char* what, std::initializer_list<Factor> factors) {
+    int64_t r = 4;
+    bool overflow = false;
+    for (const Factor& f : factors) overflow = overflow || __builtin_mul_overflow(r, f.value, &r);
+    if (!overflow) return;
     std::vector<int64_t> values;
     const Factor* largest = factors.begin();
     for (const Factor& f : factors) {
@@ -118,7 +114,6 @@ void ConvProblem::validate() const {
       if (f.value > largest->value) largest = &f;
     }
     values.push_back(4);
-    if (checked_product(values) >= 0) return;
     std::ostringstream s;
     s << "ConvProblem." << largest->field << ": " << what << " = ";
     for (size_t i = 0; i < values.size(); ++i) s << (i ? "*" : "") << values[i];

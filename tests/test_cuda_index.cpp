@@ -620,16 +620,18 @@ struct FftModel final : conv::Algorithm {
   std::string version() const override { return "0"; }
   conv::Device::Kind device() const override { return conv::Device::Kind::cpu; }
   conv::NumericClass numeric_class() const override { return conv::NumericClass::transform_based; }
-  conv::Applicability applicable(const conv::ConvProblem&) const override { return {}; }
-  std::vector<std::string> configs(const conv::ConvProblem&) const override { return {"t"}; }
-  size_t workspace_bytes(const conv::ConvProblem&, const std::string&) const override { return 0; }
+  conv::Applicability do_applicable(const conv::ConvProblem&) const override { return {}; }
+  std::vector<std::string> do_configs(const conv::ConvProblem&) const override { return {"t"}; }
+  size_t do_workspace_bytes(const conv::ConvProblem&, const std::string&) const override {
+    return 0;
+  }
   void do_forward(const conv::ConvProblem&, const std::string&,
                   const conv::ForwardArgs&) const override {}
-  double error_bound(const conv::ConvProblem& p, const std::string&) const override {
+  double do_error_bound(const conv::ConvProblem& p, const std::string&) const override {
     return conv::kernels::fft::error_bound(p, conv::gpu::fft_cpu_geometry(p, T));
   }
-  void add_error_scale(const conv::ConvProblem& p, const std::string&, const float* x,
-                       const float* w, double* scale, int threads) const override {
+  void do_add_error_scale(const conv::ConvProblem& p, const std::string&, const float* x,
+                          const float* w, double* scale, int threads) const override {
     conv::kernels::fft::add_error_scale(p, conv::gpu::fft_cpu_geometry(p, T), x, w, scale,
                                         conv::resolve_threads(threads));
   }

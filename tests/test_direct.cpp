@@ -59,7 +59,8 @@ convtest::CheckResult check_scalar(convtest::ReferenceCase& ref, const std::stri
   if (packed) {
     pw.reserve(algo.packed_weights_bytes(p, config));
     algo.pack_weights(p, config, ref.w(), pw.data(), 2);
-    a.packed_weights = pw.data();
+    // forward_scalar is the algorithm's own forward: it takes the layout after the tag.
+    a.packed_weights = static_cast<const char*>(pw.data()) + conv::kPackedWeightsTagBytes;
     a.w = nullptr;
   }
   conv::kernels::direct::forward_scalar(p, config, a);

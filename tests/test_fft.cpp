@@ -310,7 +310,7 @@ TEST_CASE("cpu.fft configs, workspace and errors") {
     CHECK(a.workspace_bytes(p, "t16") == 64 + 2 * r64(144 * 64 * 3 * 64) +
                                              r64(std::min<int64_t>(S, 64 * 8) * 144 * 64) +
                                              r64(1 * 8 * 144 * 64 * 64));
-    CHECK(a.packed_weights_bytes(p, "t16") == 8u * 144 * 64 * 64);
+    CHECK(a.packed_weights_bytes(p, "t16") == 8u * 144 * 64 * 64 + 64);  // + the tag
     // Per-item products (C' = 1): 100 tiles = 13 vectors, 48 blocks of KR = 2 channels.
     p = conv::parse_descriptor("mb1ic1ih227iw227oc96kh11kw11sh1sw1ph0pw0");
     CHECK(a.workspace_bytes(p, "t32") ==
@@ -357,7 +357,7 @@ TEST_CASE("cpu.fft configs, workspace and errors") {
       REQUIRE(wbytes > 0);
       conv::AlignedBuffer packed(wbytes), y(p.y_bytes());
       a.pack_weights(p, config, ref.w(), packed.data(), 2);
-      const size_t need = a.workspace_bytes(p, config) - (wbytes + 63) / 64 * 64;
+      const size_t need = a.workspace_bytes(p, config) - (wbytes - 64 + 63) / 64 * 64;  // no tag
       conv::AlignedBuffer ws(need);
       conv::ForwardArgs args;
       args.x = ref.x();

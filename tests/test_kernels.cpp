@@ -2,14 +2,18 @@
 // ../shared/layers/*.txt (batch 1) and 300 seeded random problems. New algorithms in
 // kernels/registry.cpp are picked up here without touching this file.
 #include <dlfcn.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "buffer.hpp"
 #include "conv/algorithm.hpp"
@@ -221,86 +225,155 @@ TEST_CASE("every algorithm's forward() refuses a problem its applicable() refuse
   }
 }
 
-TEST_CASE("every algorithm's forward() and pack_weights() name a bad argument") {
-  // Null tensors, thread counts out of range and invalid problems are refused by
-  // Algorithm::forward and pack_weights themselves, for every row (they once crashed inside
-  // libgomp for 100000 threads, or aborted on a negative count). Threads 0 means the OpenMP
-  // default and runs.
+TEST_CASE("every algorithm's public functions name a bad argument") {
+  // Null tensors, thread counts out of range, invalid problems and packed weights made for
+  // something else are refused by the Algorithm base class itself, for every row: 100000 threads
+  // once crashed inside libgomp, a negative count aborted, groups = 0 or stride 0 divided by
+  // zero in workspace_bytes() and configs(), and cpu.winograd packed as m4 and run as m6 read
+  // past the buffer. Threads 0 means the OpenMP default and runs; packing a config that packs
+  // nothing is refused (cpu.onednn "plain" once wrote the whole weights into a 0-byte buffer).
   const std::vector<std::string> descriptors = {
       "mb1ic9ih13iw7oc5kh3kw3ph1pw1n\"3x3\"",
       "mb2ic20ih7iw7oc6kh1kw1n\"1x1\"",
       "g8mb1ic8ih9iw9oc8kh3kw3ph1n\"depthwise\"",
   };
-  int runs = 0, refusals = 0;
+  const auto other = conv::parse_descriptor("mb1ic9ih13iw9oc5kh3kw3ph1pw1n\"3x3_wider\"");
+  int runs = 0, refusals = 0, tags = 0;
   for (const conv::Algorithm* algo : conv::all_algorithms()) {
     for (const auto& d : descriptors) {
       const conv::ConvProblem p = conv::parse_descriptor(d);
       if (!algo->applicable(p).ok) continue;
-      const std::string config = algo->configs(p).front();
-      INFO(algo->id() << " " << config << " on " << p.name);
-      convtest::ReferenceCase ref(p, 77);
-      conv::AlignedBuffer y(p.y_bytes());
-      conv::AlignedBuffer ws(std::max<size_t>(64, algo->workspace_bytes(p, config)));
-      conv::AlignedBuffer packed(std::max<size_t>(64, algo->packed_weights_bytes(p, config)));
-      const auto args = [&] {
-        conv::ForwardArgs a;
-        a.x = ref.x();
-        a.w = ref.w();
-        a.bias = ref.bias();
-        a.y = y.floats();
-        a.workspace = ws.data();
-        a.workspace_size = ws.size();
-        return a;
-      };
-      const auto refused = [&](const conv::ForwardArgs& a, const conv::ConvProblem& q,
-                               const std::string& prefix) {
-        conv::poison_nan(y.floats(), p.y_elems());
-        CHECK_THROWS_WITH(algo->forward(q, config, a), Catch::StartsWith(prefix));
-        CHECK(std::isnan(y.floats()[0]));
-        ++refusals;
-      };
-      for (const int t : {-1, conv::kMaxThreads + 1, 100000}) {
+      const std::vector<std::string> configs = algo->configs(p);
+      for (const std::string& config : configs) {
+        INFO(algo->id() << " " << config << " on " << p.name);
+        convtest::ReferenceCase ref(p, 77);
+        conv::AlignedBuffer y(p.y_bytes());
+        conv::AlignedBuffer ws(std::max<size_t>(64, algo->workspace_bytes(p, config)));
+        const size_t packed_bytes = algo->packed_weights_bytes(p, config);
+        conv::AlignedBuffer packed(std::max<size_t>(64, packed_bytes));
+        const auto args = [&] {
+          conv::ForwardArgs a;
+          a.x = ref.x();
+          a.w = ref.w();
+          a.bias = ref.bias();
+          a.y = y.floats();
+          a.workspace = ws.data();
+          a.workspace_size = ws.size();
+          return a;
+        };
+        const auto refused = [&](const conv::ForwardArgs& a, const conv::ConvProblem& q,
+                                 const std::string& prefix) {
+          conv::poison_nan(y.floats(), p.y_elems());
+          CHECK_THROWS_WITH(algo->forward(q, config, a), Catch::StartsWith(prefix));
+          CHECK(std::isnan(y.floats()[0]));
+          ++refusals;
+        };
+        const bool packs = packed_bytes > 0;
+        const std::string pack_refusal = packs ? "" : "config: ";  // what packing throws first
+        for (const int t : {-1, conv::kMaxThreads + 1, 100000}) {
+          conv::ForwardArgs a = args();
+          a.threads = t;
+          refused(a, p, "threads: ");
+          CHECK_THROWS_WITH(algo->pack_weights(p, config, ref.w(), packed.data(), t),
+                            Catch::StartsWith("threads: "));
+        }
         conv::ForwardArgs a = args();
-        a.threads = t;
-        refused(a, p, "threads: ");
-        CHECK_THROWS_WITH(
-            algo->pack_weights(p, config, ref.w(), packed.data(), t),
-            Catch::StartsWith("threads: ") || Catch::Contains("does not pack weights"));
-      }
-      conv::ForwardArgs a = args();
-      a.x = nullptr;
-      refused(a, p, "x: ");
-      a = args();
-      a.y = nullptr;
-      CHECK_THROWS_WITH(algo->forward(p, config, a), Catch::StartsWith("y: "));
-      a = args();
-      a.w = nullptr;
-      refused(a, p, "w: ");
-      if (algo->packed_weights_bytes(p, config) == 0) {
-        a.packed_weights = packed.data();  // not this algorithm's: it reads w
+        a.x = nullptr;
+        refused(a, p, "x: ");
+        a = args();
+        a.y = nullptr;
+        CHECK_THROWS_WITH(algo->forward(p, config, a), Catch::StartsWith("y: "));
+        a = args();
+        a.w = nullptr;
         refused(a, p, "w: ");
+        CHECK_THROWS_WITH(algo->pack_weights(p, config, nullptr, packed.data(), 1),
+                          Catch::StartsWith("w: "));
+        CHECK_THROWS_WITH(algo->pack_weights(p, config, ref.w(), nullptr, 1),
+                          Catch::StartsWith("packed: "));
+        if (!packs) {
+          CHECK_THROWS_WITH(algo->pack_weights(p, config, ref.w(), packed.data(), 1),
+                            Catch::StartsWith("config: "));
+          a.packed_weights = packed.data();  // this config reads w
+          refused(a, p, "w: ");
+        }
+        // Invalid problems, to every function that takes one.
+        for (const auto& [field, set] :
+             std::vector<std::pair<std::string, std::function<void(conv::ConvProblem&)>>>{
+                 {"C", [](conv::ConvProblem& q) { q.C = 0; }},
+                 {"groups", [](conv::ConvProblem& q) { q.groups = 0; }},
+                 {"stride_h", [](conv::ConvProblem& q) { q.stride_h = 0; }},
+                 {"N", [](conv::ConvProblem& q) { q.N = -1; }}}) {
+          conv::ConvProblem bad = p;
+          set(bad);
+          const std::string prefix = "ConvProblem." + field + ": ";
+          refused(args(), bad, prefix);
+          CHECK_THROWS_WITH(algo->applicable(bad), Catch::StartsWith(prefix));
+          CHECK_THROWS_WITH(algo->configs(bad), Catch::StartsWith(prefix));
+          CHECK_THROWS_WITH(algo->workspace_bytes(bad, config), Catch::StartsWith(prefix));
+          CHECK_THROWS_WITH(algo->packed_weights_bytes(bad, config), Catch::StartsWith(prefix));
+          CHECK_THROWS_WITH(algo->error_bound(bad, config), Catch::StartsWith(prefix));
+          CHECK_THROWS_WITH(algo->pack_weights(bad, config, ref.w(), packed.data(), 1),
+                            Catch::StartsWith(prefix));
+        }
+        if (algo->device() != conv::Device::Kind::cpu) continue;  // host pointers from here
+        std::vector<double> scale(static_cast<size_t>(p.y_elems()));
+        CHECK_THROWS_WITH(algo->add_error_scale(p, config, nullptr, ref.w(), scale.data(), 1),
+                          Catch::StartsWith("x: "));
+        CHECK_THROWS_WITH(algo->add_error_scale(p, config, ref.x(), ref.w(), scale.data(), -1),
+                          Catch::StartsWith("threads: "));
+        const auto run = [&](const conv::ForwardArgs& b) {
+          conv::poison_nan(y.floats(), p.y_elems());
+          algo->forward(p, config, b);
+          const auto r = ref.compare(y.floats(), *algo, config);
+          INFO("max error " << r.max_error << " (bound " << r.bound << ")");
+          CHECK(r.ok());
+        };
+        a = args();
+        a.threads = 0;
+        run(a);
+        ++runs;
+        if (!packs) continue;
+        // Packed weights: a buffer not made by pack_weights, one made for another config and
+        // one made for another problem are refused; the right one runs without w.
+        a.w = nullptr;
+        std::memset(packed.data(), 0, packed.size());
+        a.packed_weights = packed.data();
+        refused(a, p, "packed_weights: ");
+        for (const std::string& c : configs) {
+          if (c == config || algo->packed_weights_bytes(p, c) == 0) continue;
+          conv::AlignedBuffer wrong(algo->packed_weights_bytes(p, c));
+          algo->pack_weights(p, c, ref.w(), wrong.data(), 2);
+          a.packed_weights = wrong.data();
+          refused(a, p, "packed_weights: ");
+          ++tags;
+        }
+        const auto other_configs =
+            algo->applicable(other).ok ? algo->configs(other) : std::vector<std::string>{};
+        if (std::count(other_configs.begin(), other_configs.end(), config) &&
+            algo->packed_weights_bytes(other, config) > 0) {
+          convtest::ReferenceCase ref_other(other, 78);
+          conv::AlignedBuffer wrong(algo->packed_weights_bytes(other, config));
+          algo->pack_weights(other, config, ref_other.w(), wrong.data(), 2);
+          a.packed_weights = wrong.data();
+          refused(a, p, "packed_weights: ");
+          ++tags;
+        }
+        algo->pack_weights(p, config, ref.w(), packed.data(), 2);
+        a.packed_weights = packed.data();
+        run(a);
       }
-      conv::ConvProblem bad = p;
-      bad.C = 0;
-      refused(args(), bad, "ConvProblem.C: ");
-      CHECK_THROWS_WITH(algo->pack_weights(p, config, nullptr, packed.data(), 1),
-                        Catch::StartsWith("w: ") || Catch::Contains("does not pack weights"));
-      CHECK_THROWS_WITH(algo->pack_weights(p, config, ref.w(), nullptr, 1),
-                        Catch::StartsWith("packed: ") || Catch::Contains("does not pack weights"));
-      if (algo->device() != conv::Device::Kind::cpu) continue;  // host pointers
-      a = args();
-      a.threads = 0;
-      conv::poison_nan(y.floats(), p.y_elems());
-      algo->forward(p, config, a);
-      const auto r = ref.compare(y.floats(), *algo, config);
-      INFO("threads 0: max error " << r.max_error << " (bound " << r.bound << ")");
-      CHECK(r.ok());
-      ++runs;
     }
   }
   // Every CPU row ran one of the problems at least (cpu.direct and cpu.im2col_gemm all three).
   CHECK(runs >= (conv::cpu_isa() == conv::CpuIsa::scalar ? 6 : 12));
-  CHECK(refusals >= 6 * runs);  // three thread counts, x, w, an invalid problem
+  CHECK(refusals >= 9 * runs);  // three thread counts, x, w, four invalid problems
+  if (conv::cpu_isa() != conv::CpuIsa::scalar) CHECK(tags > 10);  // winograd m2/m4/m6, fft tN, ...
+  // Threads 0 is the OpenMP default, capped where OMP_NUM_THREADS asks for more than can start.
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(100000);
+  CHECK(conv::resolve_threads(0) == conv::kMaxThreads);
+  omp_set_num_threads(before);
+  CHECK(conv::resolve_threads(0) == before);
 }
 
 TEST_CASE(

@@ -297,11 +297,11 @@ TEST_CASE("winograd: applicability, configs and errors") {
   rejected("g8mb1ic8ih20oc16kh3ph1", "depthwise");
   CHECK(a.applicable(conv::parse_descriptor("g4mb1ic8ih20oc8kh3ph1")).ok);  // 2 channels/group
 
-  // Workspace = U + V + M of the geometry; packed weights = U.
+  // Workspace = U + V + M of the geometry; packed weights = U after the 64-byte tag.
   for (const std::string& config : configs) {
     const auto g = wg::make_geometry(p, wg::parse_config(config));
     CHECK(a.workspace_bytes(p, config) == 4u * (g.u_floats + g.v_floats + g.m_floats) + 64);
-    CHECK(a.packed_weights_bytes(p, config) == 4u * g.u_floats);
+    CHECK(a.packed_weights_bytes(p, config) == 4u * g.u_floats + 64);
     CHECK(g.u_floats == p.groups * g.points * g.u_pstride);
     CHECK(g.u_pstride >= g.Kp * g.Cg);
   }

@@ -39,6 +39,10 @@ struct ForwardArgs {
   void* stream = nullptr;  ///< cudaStream_t for CUDA algorithms; null = default stream
 };
 
+/// Bytes of the tag at the start of a CPU algorithm's packed weights (Algorithm::pack_weights),
+/// before the algorithm's own layout.
+constexpr size_t kPackedWeightsTagBytes = 64;
+
 /// One registered strategy on one device (DESIGN.md, "The Algorithm interface").
 /// Implementations are stateless apart from caches (e.g. oneDNN primitives) and thread-safe.
 class Algorithm {
@@ -55,22 +59,31 @@ class Algorithm {
   virtual Device::Kind device() const = 0;
   virtual NumericClass numeric_class() const = 0;
 
-  /// Whether this algorithm handles `p` (already validated), with the reason when not.
-  virtual Applicability applicable(const ConvProblem& p) const = 0;
+  // The public queries below are non-virtual: each checks its arguments (ConvProblem::validate()
+  // first, so that no algorithm divides by a zero stride or group count) and then calls the
+  // algorithm's private do_*() override.
+
+  /// Whether this algorithm handles `p`, with the reason when not (a "field: ..." message).
+  /// Throws conv::Error for an invalid problem (ConvProblem::validate's message).
+  Applicability applicable(const ConvProblem& p) const;
 
   /// The tuning space for an applicable problem: at least one config string, default first.
-  virtual std::vector<std::string> configs(const ConvProblem& p) const = 0;
+  /// Throws conv::Error for an invalid problem.
+  std::vector<std::string> configs(const ConvProblem& p) const;
 
-  /// Scratch bytes forward() needs for (p, config); exact, may be 0.
-  virtual size_t workspace_bytes(const ConvProblem& p, const std::string& config) const = 0;
+  /// Scratch bytes forward() needs for (p, config); exact, may be 0. Throws conv::Error for an
+  /// invalid problem or an unknown config.
+  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const;
 
   /// Runs the convolution: y = conv(x, w) + bias for the tensors in `args` (NCHW x and y, KCRS w).
   /// Checks first what every algorithm needs, so that no caller can reach a kernel with input it
   /// was not written for: throws conv::Error for an invalid problem (ConvProblem::validate's
   /// message), a problem applicable() refuses (its reason, which names the field), a null x or y
-  /// ("x: ...", "y: ..."), a null w without packed weights this algorithm made ("w: ..."), or
-  /// threads outside [0, kMaxThreads] ("threads: ..."; 0 = the OpenMP default). The algorithm
-  /// then throws for an unknown config ("config: ..."), a workspace smaller than
+  /// ("x: ...", "y: ..."), a null w where `packed_weights` is null or the config packs nothing
+  /// ("w: ..."), packed weights that pack_weights() did not make for this algorithm, config and
+  /// problem ("packed_weights: ..."; CPU algorithms, whose packed buffers start with a 64-byte
+  /// tag), or threads outside [0, kMaxThreads] ("threads: ..."; 0 = the OpenMP default). The
+  /// algorithm then throws for an unknown config ("config: ..."), a workspace smaller than
   /// workspace_bytes() ("workspace: ..."), or a failed library call.
   void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& args) const;
 
@@ -79,33 +92,48 @@ class Algorithm {
   /// |bias_k| + sum |x*w| over o's receptive field + the term add_error_scale() adds (nothing for
   /// exact-order algorithms). The normalized error is max_o |y_o - y_ref_o| / s_o; the tuner
   /// rejects a candidate whose normalized error exceeds the bound, and reports besides it the
-  /// per-output relative error max_o |y_o - y_ref_o| / (|bias_k| + sum |x*w|).
-  virtual double error_bound(const ConvProblem& p, const std::string& config) const;
+  /// per-output relative error max_o |y_o - y_ref_o| / (|bias_k| + sum |x*w|). Throws
+  /// conv::Error for an invalid problem or an unknown config.
+  double error_bound(const ConvProblem& p, const std::string& config) const;
 
   /// Adds to scale[o] (N*K*OH*OW values, NCHW) the magnitude beyond o's own receptive field that
   /// this algorithm's rounding scales with, for the fp32 host tensors x (NCHW) and w (KCRS).
   /// Transform-based algorithms mix a whole tile into every output of it, so their error follows
   /// the tile's magnitude, not the output's own terms (see cpu.fft and cpu.winograd). Default:
-  /// adds nothing. Throws conv::Error for an unknown config.
-  virtual void add_error_scale(const ConvProblem& /*p*/, const std::string& /*config*/,
-                               const float* /*x*/, const float* /*w*/, double* /*scale*/,
-                               int /*threads*/) const {}
+  /// adds nothing. Throws conv::Error for an invalid problem, an unknown config, null x, w or
+  /// scale, or threads outside [0, kMaxThreads].
+  void add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
+                       const float* w, double* scale, int threads) const;
 
-  /// Bytes of pre-transformed weights for a Plan, or 0 when the algorithm does not pack.
-  virtual size_t packed_weights_bytes(const ConvProblem& /*p*/,
-                                      const std::string& /*config*/) const {
-    return 0;
-  }
-  /// Transforms KCRS weights `w` into `packed` (packed_weights_bytes() bytes), once per Plan.
-  /// Throws conv::Error as forward() for the problem, a null w or packed ("w: ...", "packed: ..."),
-  /// and threads; for an unknown config; and when the algorithm does not pack weights.
+  /// Bytes of pre-transformed weights for a Plan (for CPU algorithms including a 64-byte tag
+  /// naming algorithm, config and problem), or 0 when this config does not pack. Throws
+  /// conv::Error for an invalid problem or an unknown config.
+  size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const;
+
+  /// Transforms KCRS weights `w` into `packed` (packed_weights_bytes() bytes, host memory for
+  /// CPU algorithms, device memory for CUDA ones), once per Plan. Throws conv::Error as forward()
+  /// for the problem and threads, for a null w or packed ("w: ...", "packed: ..."), an unknown
+  /// config, and a config that packs nothing ("config: ...").
   void pack_weights(const ConvProblem& p, const std::string& config, const float* w, void* packed,
                     int threads) const;
 
  private:
-  /// forward() and pack_weights() once their checks passed (threads resolved to >= 1).
+  // What each algorithm implements, called by the public functions above once their checks
+  // passed: a valid problem, for do_forward() and do_pack_weights() one applicable() accepts,
+  // non-null tensors, threads resolved to [1, kMaxThreads], packed weights without their tag.
+  virtual Applicability do_applicable(const ConvProblem& p) const = 0;
+  virtual std::vector<std::string> do_configs(const ConvProblem& p) const = 0;
+  virtual size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const = 0;
   virtual void do_forward(const ConvProblem& p, const std::string& config,
                           const ForwardArgs& args) const = 0;
+  virtual double do_error_bound(const ConvProblem& p, const std::string& config) const;
+  virtual void do_add_error_scale(const ConvProblem& /*p*/, const std::string& /*config*/,
+                                  const float* /*x*/, const float* /*w*/, double* /*scale*/,
+                                  int /*threads*/) const {}
+  virtual size_t do_packed_weights_bytes(const ConvProblem& /*p*/,
+                                         const std::string& /*config*/) const {
+    return 0;
+  }
   virtual void do_pack_weights(const ConvProblem& p, const std::string& config, const float* w,
                                void* packed, int threads) const;
 };

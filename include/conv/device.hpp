@@ -41,8 +41,8 @@ const char* to_string(CpuIsa isa);
 /// which the OpenMP runtime fails to start its threads (100000 crashed inside GOMP_parallel).
 constexpr int kMaxThreads = 1024;
 
-/// Resolves a thread count: 0 means omp_get_max_threads(). Throws conv::Error ("threads") when
-/// it is negative or above kMaxThreads.
+/// Resolves a thread count: 0 means omp_get_max_threads() (OMP_NUM_THREADS), at most
+/// kMaxThreads. Throws conv::Error ("threads") when it is negative or above kMaxThreads.
 int resolve_threads(int64_t threads);
 
 /// convtune's version string ("MAJOR.MINOR.PATCH").

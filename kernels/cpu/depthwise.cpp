@@ -77,7 +77,7 @@ class Depthwise final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 
-  Applicability applicable(const ConvProblem& p) const override {
+  Applicability do_applicable(const ConvProblem& p) const override {
     if (p.dtype != DType::f32) return Applicability::no("dtype: cpu.depthwise runs f32 only");
     if (p.layout != Layout::NCHW) return Applicability::no("layout: cpu.depthwise runs NCHW only");
     if (!(p.groups > 1 && p.groups == p.C && p.K == p.C))
@@ -87,13 +87,13 @@ class Depthwise final : public Algorithm {
     return Applicability::yes();
   }
 
-  std::vector<std::string> configs(const ConvProblem&) const override {
+  std::vector<std::string> do_configs(const ConvProblem&) const override {
     std::vector<std::string> out{"c8"};
     if (cpu_isa() == CpuIsa::avx512) out.push_back("c16_avx512");
     return out;
   }
 
-  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     const Shape s = shape(p, config);
     return round64(s.x_floats) + round64(s.y_floats) + round64(s.w_floats);
   }
@@ -104,9 +104,10 @@ class Depthwise final : public Algorithm {
     if (s.L == 16 && cpu_isa() != CpuIsa::avx512)
       throw Error("config: cpu.depthwise c16_avx512 needs AVX-512 (this CPU, or its cap: " +
                   std::string(to_string(cpu_isa())) + ")");
-    if (a.workspace_size < workspace_bytes(p, config) || !a.workspace)
-      throw Error("workspace: cpu.depthwise needs " + std::to_string(workspace_bytes(p, config)) +
-                  " bytes, got " + std::to_string(a.workspace_size));
+    const size_t need = do_workspace_bytes(p, config);
+    if (a.workspace_size < need || !a.workspace)
+      throw Error("workspace: cpu.depthwise needs " + std::to_string(need) + " bytes, got " +
+                  (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
     char* ws = static_cast<char*>(a.workspace);
     float* xb = reinterpret_cast<float*>(ws);
     float* yb = reinterpret_cast<float*>(ws + round64(s.x_floats));

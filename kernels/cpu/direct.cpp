@@ -576,14 +576,14 @@ class Direct final : public Algorithm {
   std::string version() const override { return "9"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
-  Applicability applicable(const ConvProblem& p) const override {
+  Applicability do_applicable(const ConvProblem& p) const override {
     if (!direct::view_fits(p))
       return Applicability::no("padding: the padded input view would need more than 2^58 bytes");
     return Applicability::yes();
   }
 
   // The blocks of the widest ISA this CPU runs (the portable kernels run the AVX2 set).
-  std::vector<std::string> configs(const ConvProblem& p) const override {
+  std::vector<std::string> do_configs(const ConvProblem& p) const override {
     const bool z = cpu_isa() == CpuIsa::avx512;
     // One output channel per group (depthwise): only single-channel blocks make sense.
     if (p.Kg() == 1) {
@@ -650,7 +650,7 @@ class Direct final : public Algorithm {
     return out;
   }
 
-  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     const direct::Config c = direct::parse_config(config);
     const direct::Geometry g = direct::make_geometry(p, c.lanes(), c.band ? c.oc : 0, c.aligned);
     return direct::workspace_for(g) +
@@ -662,7 +662,7 @@ class Direct final : public Algorithm {
     direct::forward(p, config, a, true);
   }
 
-  size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
     const direct::Config c = direct::parse_config(config);
     if (c.band) return direct::make_geometry(p, c.lanes(), c.oc).band_floats * sizeof(float);
     const int64_t nkb = (p.Kg() + c.oc - 1) / c.oc;

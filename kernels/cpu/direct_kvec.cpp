@@ -37,6 +37,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "conv/device.hpp"
@@ -487,13 +488,24 @@ class DirectKvec final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 
-  Applicability applicable(const ConvProblem& p) const override {
+  // The register blocks of this CPU's widest vectors, the default first; every other config
+  // varies one of them, and only where the block itself wastes little.
+  static std::array<KvecConfig, 4> base_configs() {
+    const bool z = cpu_isa() == CpuIsa::avx512;
+    return z ? std::array<KvecConfig, 4>{{{2, true}, {4, true}, {3, true}, {1, true}}}
+             : std::array<KvecConfig, 4>{{{2, false}, {3, false}, {4, false}, {1, false}}};
+  }
+
+  Applicability do_applicable(const ConvProblem& p) const override {
     if (cpu_isa() == CpuIsa::scalar)
       return Applicability::no(
           "isa: cpu.direct_kvec needs AVX2 and FMA (the CPU or CONVTUNE_MAX_ISA has neither)");
     if (!view_fits(p))
       return Applicability::no("padding: the padded input view would need more than 2^58 bytes");
-    if (configs(p).empty())
+    // forward() asks this on every call: the base blocks decide it without naming every config.
+    const auto base = base_configs();
+    if (std::none_of(base.begin(), base.end(),
+                     [&](const KvecConfig& c) { return little_waste(p, c); }))
       return Applicability::no(
           "K: every register block would leave more than a quarter of its computed output channels "
           "unused (K/g = " +
@@ -501,12 +513,10 @@ class DirectKvec final : public Algorithm {
     return Applicability::yes();
   }
 
-  std::vector<std::string> configs(const ConvProblem& p) const override {
+  std::vector<std::string> do_configs(const ConvProblem& p) const override {
     if (cpu_isa() == CpuIsa::scalar) return {};
     const bool z = cpu_isa() == CpuIsa::avx512;
-    const std::vector<KvecConfig> all =
-        z ? std::vector<KvecConfig>{{2, true}, {4, true}, {3, true}, {1, true}}
-          : std::vector<KvecConfig>{{2, false}, {3, false}, {4, false}, {1, false}};
+    const std::array<KvecConfig, 4> all = base_configs();
     std::vector<std::string> out;
     for (const KvecConfig& c : all)
       if (little_waste(p, c)) out.push_back(c.name());
@@ -532,7 +542,7 @@ class DirectKvec final : public Algorithm {
     return out;
   }
 
-  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     return workspace_bytes_for(make_layout(p, parse_kvec_config(config)), true);
   }
 
@@ -541,7 +551,7 @@ class DirectKvec final : public Algorithm {
     kvec_forward(p, config, a);
   }
 
-  size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
     return make_layout(p, parse_kvec_config(config)).packed_floats * sizeof(float);
   }
 

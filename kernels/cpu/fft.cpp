@@ -222,7 +222,7 @@ class Fft final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 
-  Applicability applicable(const ConvProblem& p) const override {
+  Applicability do_applicable(const ConvProblem& p) const override {
     if (cpu_isa() == CpuIsa::scalar)
       return Applicability::no(
           "isa: cpu.fft needs AVX2 and FMA, which this CPU (or CONVTUNE_MAX_ISA) lacks");
@@ -245,7 +245,7 @@ class Fft final : public Algorithm {
   // CPUs) the same with 16 lanes. Default first: the smallest tile at least twice the
   // sub-kernel (output tile >= half the tile), at the widest vectors available. Tiles other
   // than the default whose workspace exceeds kMaxWorkspaceBytes are left out.
-  std::vector<std::string> configs(const ConvProblem& p) const override {
+  std::vector<std::string> do_configs(const ConvProblem& p) const override {
     const int64_t Rp = sub_kernel(p.R, p.dilation_h, p.stride_h);
     const int64_t Sp = sub_kernel(p.S, p.dilation_w, p.stride_w);
     const int64_t need = std::max(Rp, Sp);
@@ -276,11 +276,11 @@ class Fft final : public Algorithm {
     return out;
   }
 
-  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     return make_geometry(p, parse_config(config)).total_bytes;
   }
 
-  size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
     return make_geometry(p, parse_config(config)).w_bytes;
   }
 
@@ -316,12 +316,12 @@ class Fft final : public Algorithm {
 
   // Derived in fft_error.cpp: a per-output tile term (the tile's rms times the kernel's L1 norm,
   // per channel) plus u * (48 log2(t) + 2 sqrt(C/g * P) + 8).
-  double error_bound(const ConvProblem& p, const std::string& config) const override {
+  double do_error_bound(const ConvProblem& p, const std::string& config) const override {
     return fft::error_bound(p, make_geometry(p, parse_config(config)));
   }
 
-  void add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
-                       const float* w, double* scale, int threads) const override {
+  void do_add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
+                          const float* w, double* scale, int threads) const override {
     fft::add_error_scale(p, make_geometry(p, parse_config(config)), x, w, scale,
                          resolve_threads(threads));
   }

@@ -62,12 +62,12 @@ class Im2colGemm final : public Algorithm {
   }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
-  Applicability applicable(const ConvProblem&) const override { return Applicability::yes(); }
-  std::vector<std::string> configs(const ConvProblem&) const override {
+  Applicability do_applicable(const ConvProblem&) const override { return Applicability::yes(); }
+  std::vector<std::string> do_configs(const ConvProblem&) const override {
     return {"blis", "cols", "rows"};
   }
 
-  size_t workspace_bytes(const ConvProblem& p, const std::string&) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string&) const override {
     if (is_pointwise(p)) return 0;
     return static_cast<size_t>(p.Cg() * p.R * p.S) * p.OH() * p.OW() * sizeof(float);
   }

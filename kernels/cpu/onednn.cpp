@@ -408,7 +408,7 @@ class OneDnn final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 
-  Applicability applicable(const ConvProblem& p) const override {
+  Applicability do_applicable(const ConvProblem& p) const override {
     if (p.dtype != DType::f32) return Applicability::no("dtype: cpu.onednn runs f32 only");
     if (p.layout != Layout::NCHW) return Applicability::no("layout: cpu.onednn runs NCHW only");
     const auto s = get_shape(p, Variant::automatic);
@@ -416,7 +416,7 @@ class OneDnn final : public Algorithm {
     return Applicability::yes();
   }
 
-  std::vector<std::string> configs(const ConvProblem& p) const override {
+  std::vector<std::string> do_configs(const ConvProblem& p) const override {
     std::vector<std::string> out{"auto"};
     // convolution_auto only ever differs from convolution_direct by choosing Winograd.
     const auto s = get_shape(p, Variant::automatic);
@@ -426,11 +426,11 @@ class OneDnn final : public Algorithm {
     return out;
   }
 
-  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     return usable_shape(get_shape(p, parse_config(config))).workspace;
   }
 
-  double error_bound(const ConvProblem& p, const std::string& config) const override {
+  double do_error_bound(const ConvProblem& p, const std::string& config) const override {
     const auto s = get_shape(p, parse_config(config));
     if (s->ok && is_winograd(*s)) {
       // oneDNN's Winograd is F(4x4, 3x3) (6x6 tiles): its transforms amplify rounding by about
@@ -440,7 +440,7 @@ class OneDnn final : public Algorithm {
     return exact_order_error_bound(p);
   }
 
-  size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
     const Shape& s = usable_shape(get_shape(p, parse_config(config)));
     // Plain KCRS is already what the convolution reads: nothing to pack.
     return s.packs ? s.packed_w.get_size() : 0;

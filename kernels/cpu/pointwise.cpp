@@ -88,7 +88,7 @@ class Pointwise final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 
-  Applicability applicable(const ConvProblem& p) const override {
+  Applicability do_applicable(const ConvProblem& p) const override {
     if (cpu_isa() == CpuIsa::scalar)
       return Applicability::no(
           "isa: cpu.pointwise needs AVX2 and FMA (the CPU or CONVTUNE_MAX_ISA has neither)");
@@ -113,7 +113,7 @@ class Pointwise final : public Algorithm {
     return Applicability::yes();
   }
 
-  std::vector<std::string> configs(const ConvProblem& p) const override {
+  std::vector<std::string> do_configs(const ConvProblem& p) const override {
     std::vector<std::string> out;
     for (const Config& c : kConfigs)
       // With C <= 256 both are one chunk and differ only in the positions per range.
@@ -121,7 +121,7 @@ class Pointwise final : public Algorithm {
     return out;
   }
 
-  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     parse_config(config);
     return static_cast<size_t>(shape(p).workspace());
   }

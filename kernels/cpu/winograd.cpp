@@ -209,7 +209,7 @@ class Winograd final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 
-  Applicability applicable(const ConvProblem& p) const override {
+  Applicability do_applicable(const ConvProblem& p) const override {
     if (cpu_isa() == CpuIsa::scalar)
       return Applicability::no(
           "isa: cpu.winograd needs AVX2 and FMA, which this CPU does not have");
@@ -233,7 +233,7 @@ class Winograd final : public Algorithm {
     return Applicability::yes();
   }
 
-  std::vector<std::string> configs(const ConvProblem& problem) const override {
+  std::vector<std::string> do_configs(const ConvProblem& problem) const override {
     const ConvProblem p = dilation_batch_problem(problem).value_or(problem);
     // 5x5: F(4x4,5x5) has 6.25x fewer multiplications than direct convolution, F(2x2,5x5) 2.78x
     // but less padding on tiny images.
@@ -250,7 +250,7 @@ class Winograd final : public Algorithm {
   }
 
   // A dilated problem adds its input and output as dilation phases (space_to_batch.hpp).
-  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     const winograd::Geometry g = geometry(p, config);
     const size_t phases = dilated(p) ? phase_bytes(p.x_bytes()) + phase_bytes(p.y_bytes()) : 0;
     return static_cast<size_t>(g.u_floats + g.v_floats + g.m_floats) * sizeof(float) + phases + 64;
@@ -302,12 +302,12 @@ class Winograd final : public Algorithm {
  public:
   // Derived in winograd_error.cpp: a componentwise transform term E_o per output plus
   // 2 u sqrt(4 alpha + 2 r + 4 + C/g).
-  double error_bound(const ConvProblem& p, const std::string& config) const override {
+  double do_error_bound(const ConvProblem& p, const std::string& config) const override {
     return winograd::error_bound(undilated(p), geometry(p, config));
   }
 
-  void add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
-                       const float* w, double* scale, int threads) const override {
+  void do_add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
+                          const float* w, double* scale, int threads) const override {
     threads = resolve_threads(threads);
     if (!dilated(p)) {
       winograd::add_error_scale(p, geometry(p, config), x, w, scale, threads);
@@ -324,7 +324,7 @@ class Winograd final : public Algorithm {
     space_to_batch(sb.data(), scale, p.N, p.K, p.OH(), p.OW(), dh, dw, true, threads);
   }
 
-  size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
     return static_cast<size_t>(geometry(p, config).u_floats) * sizeof(float);
   }
 

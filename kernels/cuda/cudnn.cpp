@@ -219,7 +219,7 @@ class Cudnn final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cuda; }
   NumericClass numeric_class() const override { return info_.numeric; }
 
-  Applicability applicable(const ConvProblem& p) const override {
+  Applicability do_applicable(const ConvProblem& p) const override {
     Applicability a = gpu::device_check();
     if (!a.ok) return a;
     a = padding_check(p);
@@ -234,9 +234,9 @@ class Cudnn final : public Algorithm {
     return Applicability::yes();
   }
 
-  std::vector<std::string> configs(const ConvProblem&) const override { return {"fma"}; }
+  std::vector<std::string> do_configs(const ConvProblem&) const override { return {"fma"}; }
 
-  size_t workspace_bytes(const ConvProblem& p, const std::string&) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string&) const override {
     if (!applicable(p).ok) return 0;
     return setup(p).workspace[index_];
   }
@@ -249,7 +249,7 @@ class Cudnn final : public Algorithm {
   // as cuDNN's tiles are not known here; never below 8x the exact-order bound. On an H200 (cuDNN
   // 9.14) the 3x3 Winograd path stayed 200x inside it; WINOGRAD_NONFUSED on 5x5 filters went
   // 2-2.6x past it and is rejected there. scripts/gpu-check.sh lists rejected candidates.
-  double error_bound(const ConvProblem& p, const std::string&) const override {
+  double do_error_bound(const ConvProblem& p, const std::string&) const override {
     const double exact = exact_order_error_bound(p);
     if (info_.numeric == NumericClass::exact_order) return exact;
     const double u = std::ldexp(1.0, -24);

@@ -96,10 +96,10 @@ class Direct final : public Algorithm {
   std::string version() const override { return "1"; }
   Device::Kind device() const override { return Device::Kind::cuda; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
-  Applicability applicable(const ConvProblem&) const override { return gpu::device_check(); }
+  Applicability do_applicable(const ConvProblem&) const override { return gpu::device_check(); }
 
   // Channel blocks wider than K/g only multiply zeros; depthwise gets the one-channel tile first.
-  std::vector<std::string> configs(const ConvProblem& p) const override {
+  std::vector<std::string> do_configs(const ConvProblem& p) const override {
     std::vector<std::string> out;
     if (p.Kg() < 4) out.push_back("t16x16k1");
     for (const Config& c : kConfigs)
@@ -107,7 +107,7 @@ class Direct final : public Algorithm {
     return out;
   }
 
-  size_t workspace_bytes(const ConvProblem&, const std::string&) const override { return 0; }
+  size_t do_workspace_bytes(const ConvProblem&, const std::string&) const override { return 0; }
 
   void do_forward(const ConvProblem& p, const std::string& config,
                   const ForwardArgs& a) const override {

@@ -233,7 +233,7 @@ class Fft final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cuda; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 
-  Applicability applicable(const ConvProblem& p) const override {
+  Applicability do_applicable(const ConvProblem& p) const override {
     Applicability dev = gpu::device_check();
     if (!dev.ok) return dev;
     const int64_t T = full_size(p);
@@ -248,7 +248,7 @@ class Fft final : public Algorithm {
     return Applicability::yes();
   }
 
-  std::vector<std::string> configs(const ConvProblem& p) const override {
+  std::vector<std::string> do_configs(const ConvProblem& p) const override {
     std::vector<std::string> out = {"full"};
     const int64_t T = full_size(p);
     for (int t : kTiles) {
@@ -262,7 +262,7 @@ class Fft final : public Algorithm {
     return out;
   }
 
-  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     const Sizes z = sizes(params(p, parse(p, config)));
     return bytes_without_weights(z) + round256(z.wf * 8);
   }
@@ -310,16 +310,16 @@ class Fft final : public Algorithm {
     CONVTUNE_CUDA_CHECK_LAUNCH();
   }
 
-  double error_bound(const ConvProblem& p, const std::string& config) const override {
+  double do_error_bound(const ConvProblem& p, const std::string& config) const override {
     return fft::error_bound(p, cpu_geometry(p, parse(p, config)));
   }
-  void add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
-                       const float* w, double* scale, int threads) const override {
+  void do_add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
+                          const float* w, double* scale, int threads) const override {
     fft::add_error_scale(p, cpu_geometry(p, parse(p, config)), x, w, scale,
                          resolve_threads(threads));
   }
 
-  size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
     return static_cast<size_t>(sizes(params(p, parse(p, config))).wf) * 8;
   }
   // `w` and `packed` are device memory; the real kernel tiles go to a temporary buffer.

@@ -81,7 +81,7 @@ class Im2colGemm final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cuda; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 
-  Applicability applicable(const ConvProblem& p) const override {
+  Applicability do_applicable(const ConvProblem& p) const override {
     Applicability dev = gpu::device_check();
     if (!dev.ok) return dev;
     // cuBLAS takes int sizes and leading dimensions.
@@ -92,9 +92,9 @@ class Im2colGemm final : public Algorithm {
     return Applicability::yes();
   }
 
-  std::vector<std::string> configs(const ConvProblem&) const override { return {"cublas"}; }
+  std::vector<std::string> do_configs(const ConvProblem&) const override { return {"cublas"}; }
 
-  size_t workspace_bytes(const ConvProblem& p, const std::string&) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string&) const override {
     if (is_pointwise(p)) return 0;
     return static_cast<size_t>(p.C * p.R * p.S) * p.OH() * p.OW() * sizeof(float);
   }

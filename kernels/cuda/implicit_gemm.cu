@@ -91,10 +91,10 @@ class ImplicitGemm final : public Algorithm {
   std::string version() const override { return "1"; }
   Device::Kind device() const override { return Device::Kind::cuda; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
-  Applicability applicable(const ConvProblem&) const override { return gpu::device_check(); }
+  Applicability do_applicable(const ConvProblem&) const override { return gpu::device_check(); }
 
   // Tiles taller than K/g only multiply zeros: few output channels get the narrow tile first.
-  std::vector<std::string> configs(const ConvProblem& p) const override {
+  std::vector<std::string> do_configs(const ConvProblem& p) const override {
     std::vector<std::string> out;
     if (p.Kg() <= 32) out.push_back("m32n64k16");
     for (const Config& c : kConfigs)
@@ -103,7 +103,7 @@ class ImplicitGemm final : public Algorithm {
     return out;
   }
 
-  size_t workspace_bytes(const ConvProblem&, const std::string&) const override { return 0; }
+  size_t do_workspace_bytes(const ConvProblem&, const std::string&) const override { return 0; }
 
   void do_forward(const ConvProblem& p, const std::string& config,
                   const ForwardArgs& a) const override {

@@ -138,7 +138,7 @@ class Winograd final : public Algorithm {
   Device::Kind device() const override { return Device::Kind::cuda; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 
-  Applicability applicable(const ConvProblem& p) const override {
+  Applicability do_applicable(const ConvProblem& p) const override {
     Applicability dev = gpu::device_check();
     if (!dev.ok) return dev;
     if (p.R != 3 || p.S != 3)
@@ -155,9 +155,9 @@ class Winograd final : public Algorithm {
     return Applicability::yes();
   }
 
-  std::vector<std::string> configs(const ConvProblem&) const override { return {"m2", "m4"}; }
+  std::vector<std::string> do_configs(const ConvProblem&) const override { return {"m2", "m4"}; }
 
-  size_t workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     const WinoParams q = params(p, parse(config));
     return vm_bytes(q) + u_bytes(q);
   }
@@ -176,17 +176,17 @@ class Winograd final : public Algorithm {
       run<4>(q, a, ws);
   }
 
-  double error_bound(const ConvProblem& p, const std::string& config) const override {
+  double do_error_bound(const ConvProblem& p, const std::string& config) const override {
     parse(config);
     return cpu_model().error_bound(p, config);
   }
-  void add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
-                       const float* w, double* scale, int threads) const override {
+  void do_add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
+                          const float* w, double* scale, int threads) const override {
     parse(config);
     cpu_model().add_error_scale(p, config, x, w, scale, threads);
   }
 
-  size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
+  size_t do_packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
     return u_bytes(params(p, parse(config)));
   }
   // `w` and `packed` are device memory (a Plan on a CUDA device packs on that device).
