@@ -38,7 +38,9 @@ struct Tag {
 };
 static_assert(sizeof(Tag) <= kTagBytes);
 
-// FNV-1a over the algorithm, the config and every field that shapes the packed layout.
+// FNV-1a over the algorithm, the config and the problem as ConvProblem::operator== sees it
+// (key(): the output size, not the bottom and right padding that add no output). The batch
+// counts: cpu.onednn's weights layout is oneDNN's choice for the whole problem.
 uint64_t tag_hash(std::string_view id, const std::string& config, const ConvProblem& p) {
   uint64_t h = 0xcbf29ce484222325ULL;
   const auto add = [&](const void* data, size_t n) {
@@ -59,8 +61,8 @@ uint64_t tag_hash(std::string_view id, const std::string& config, const ConvProb
                             p.stride_w,
                             p.pad_top,
                             p.pad_left,
-                            p.pad_bottom,
-                            p.pad_right,
+                            p.OH(),
+                            p.OW(),
                             p.dilation_h,
                             p.dilation_w,
                             p.groups,

@@ -387,7 +387,16 @@ TEST_CASE("autotune warns about an unknown CONVTUNE_DISABLE id and too many thre
                "' --rounds 1 --max-rounds 1 --batch-ms 0");
   INFO(r.out);
   CHECK(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("exceeds the"));
+  CHECK_THAT(r.out, Catch::Contains("more than the"));
+  // --threads 0 is the OpenMP default: OMP_NUM_THREADS above the processors is said too.
+  {
+    const convtest::ScopedEnv omp("OMP_NUM_THREADS", over);
+    r = autotune("tune 'mb1ic8ih8oc8kh3' --threads 0 --db '" + tmp.db() +
+                 "' --rounds 1 --max-rounds 1 --batch-ms 0");
+  }
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("--threads 0 (the OpenMP default) means " + over));
   ::setenv("CONVTUNE_DISABLE", "cpu.nonesuch", 1);
   r = autotune("tune 'mb1ic8ih8oc8kh3' --db '" + tmp.db() + "'" + quick);
   ::unsetenv("CONVTUNE_DISABLE");

@@ -368,6 +368,33 @@ TEST_CASE("every algorithm's public functions name a bad argument") {
   CHECK(runs >= (conv::cpu_isa() == conv::CpuIsa::scalar ? 6 : 12));
   CHECK(refusals >= 9 * runs);  // three thread counts, x, w, four invalid problems
   if (conv::cpu_isa() != conv::CpuIsa::scalar) CHECK(tags > 10);  // winograd m2/m4/m6, fft tN, ...
+  // A problem equal to the packed one (operator==, the same key) takes its packed weights, also
+  // where its bottom and right padding differ without adding output.
+  if (conv::cpu_isa() != conv::CpuIsa::scalar) {
+    const auto p = conv::parse_descriptor("mb1ic16ih12iw12oc16kh3kw3sh2sw2ph1pw1");
+    auto q = p;
+    q.pad_bottom = q.pad_right = 0;
+    REQUIRE(p == q);
+    for (const char* id : {"cpu.direct", "cpu.direct_kvec", "cpu.onednn"}) {
+      const conv::Algorithm& algo = *conv::find_algorithm(id);
+      const std::string config = algo.configs(q).front();
+      INFO(id << " " << config);
+      convtest::ReferenceCase ref(q, 79);
+      conv::AlignedBuffer packed(algo.packed_weights_bytes(p, config)), y(q.y_bytes()),
+          ws(std::max<size_t>(64, algo.workspace_bytes(q, config)));
+      algo.pack_weights(p, config, ref.w(), packed.data(), 2);
+      conv::ForwardArgs a;
+      a.x = ref.x();
+      a.packed_weights = packed.data();
+      a.bias = ref.bias();
+      a.y = y.floats();
+      a.workspace = ws.data();
+      a.workspace_size = ws.size();
+      conv::poison_nan(y.floats(), q.y_elems());
+      algo.forward(q, config, a);
+      CHECK(ref.compare(y.floats(), algo, config).ok());
+    }
+  }
   // Threads 0 is the OpenMP default, capped where OMP_NUM_THREADS asks for more than can start.
   const int before = omp_get_max_threads();
   omp_set_num_threads(100000);

@@ -83,8 +83,10 @@ struct Common {
   // for a descheduled thread): allowed, as a user may mean it, but said.
   void warn_threads() const {
     const int procs = static_cast<int>(std::thread::hardware_concurrency());
-    if (threads > procs)
-      std::cerr << "autotune: --threads " << threads << " exceeds the " << procs
+    const int resolved = conv::resolve_threads(threads);  // 0: OMP_NUM_THREADS or the default
+    if (resolved > procs)
+      std::cerr << "autotune: --threads " << threads << (threads ? "" : " (the OpenMP default)")
+                << " means " << resolved << " threads, more than the " << procs
                 << " processors of this machine; timings will include oversubscription\n";
   }
 };

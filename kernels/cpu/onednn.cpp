@@ -79,7 +79,7 @@ class ScopedOmpThreads {
 // count, so forward() runs a larger args.threads with this many threads instead (more OpenMP
 // threads than processors only oversubscribe the cores).
 int thread_ceiling() {
-  static const int ceiling = std::max(omp_get_num_procs(), omp_get_max_threads());
+  static const int ceiling = std::max(omp_get_num_procs(), resolve_threads(0));
   return ceiling;
 }
 
