@@ -205,7 +205,8 @@ class Winograd final : public Algorithm {
   // tiles make one pass run side by side (same sums).
   // 6: fused one-shot jobs in steps of input channels where a job's U slice and V overflow an
   // L2; the weight transform's last tap assembled in registers; the GEMMs prefetch V (same sums).
-  std::string version() const override { return "6"; }
+  // 7: per-thread passes in a static order (the same sums).
+  std::string version() const override { return "7"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }
 
