@@ -6,6 +6,7 @@
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
 #include "conv/error.hpp"
+#include "problem_fields.hpp"
 
 namespace conv {
 
@@ -50,25 +51,8 @@ uint64_t tag_hash(std::string_view id, const std::string& config, const ConvProb
   add(id.data(), id.size());
   add("", 1);
   add(config.data(), config.size());
-  const int64_t fields[] = {p.N,
-                            p.C,
-                            p.H,
-                            p.W,
-                            p.K,
-                            p.R,
-                            p.S,
-                            p.stride_h,
-                            p.stride_w,
-                            p.pad_top,
-                            p.pad_left,
-                            p.OH(),
-                            p.OW(),
-                            p.dilation_h,
-                            p.dilation_w,
-                            p.groups,
-                            static_cast<int64_t>(p.dtype),
-                            static_cast<int64_t>(p.layout)};
-  add(fields, sizeof fields);
+  const ProblemFields fields = key_fields(p);
+  add(fields.data(), sizeof fields);
   return h;
 }
 
@@ -119,8 +103,7 @@ size_t Algorithm::packed_weights_bytes(const ConvProblem& p, const std::string& 
 
 void Algorithm::forward(const ConvProblem& p, const std::string& config,
                         const ForwardArgs& args) const {
-  p.validate();
-  if (const Applicability ap = do_applicable(p); !ap.ok) throw Error(ap.reason);
+  if (const Applicability ap = applicable(p); !ap.ok) throw Error(ap.reason);
   if (!args.x) throw Error("x" + who(*this) + "null input");
   if (!args.y) throw Error("y" + who(*this) + "null output");
   ForwardArgs a = args;
@@ -147,8 +130,7 @@ void Algorithm::forward(const ConvProblem& p, const std::string& config,
 
 void Algorithm::pack_weights(const ConvProblem& p, const std::string& config, const float* w,
                              void* packed, int threads) const {
-  p.validate();
-  if (const Applicability ap = do_applicable(p); !ap.ok) throw Error(ap.reason);
+  if (const Applicability ap = applicable(p); !ap.ok) throw Error(ap.reason);
   if (!w) throw Error("w" + who(*this) + "null weights");
   if (!packed) throw Error("packed" + who(*this) + "null buffer");
   const int t = resolve_threads(threads);

@@ -32,4 +32,13 @@ inline ProblemFields problem_fields(const ConvProblem& p) {
           static_cast<int64_t>(p.layout)};
 }
 
+/// problem_fields() as key() and operator== see the problem: the output size in place of the
+/// bottom and right padding, which may differ without changing the convolution.
+inline ProblemFields key_fields(const ConvProblem& p) {
+  ProblemFields f = problem_fields(p);
+  f[11] = p.OH();  // pad_bottom above
+  f[12] = p.OW();  // pad_right above
+  return f;
+}
+
 }  // namespace conv

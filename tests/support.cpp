@@ -226,6 +226,18 @@ CheckResult ReferenceCase::compare(const float* y, double bound, const double* s
   return r;
 }
 
+conv::ForwardArgs ReferenceCase::args(float* y, conv::AlignedBuffer& ws, int threads) const {
+  conv::ForwardArgs a;
+  a.x = x();
+  a.w = w();
+  a.bias = bias();
+  a.y = y;
+  a.workspace = ws.data();
+  a.workspace_size = ws.size();
+  a.threads = threads;
+  return a;
+}
+
 CheckResult ReferenceCase::check(const conv::Algorithm& algo, const std::string& config,
                                  bool packed, int threads) {
   threads = threads > 0 ? threads : omp_get_max_threads();
@@ -235,14 +247,7 @@ CheckResult ReferenceCase::check(const conv::Algorithm& algo, const std::string&
   // written in this call (a view row another thread has not copied yet, an unzeroed tail)
   // leaves NaN in the output instead of the zeros a fresh allocation often holds.
   conv::poison_nan(static_cast<float*>(ws.data()), static_cast<int64_t>(ws.size() / sizeof(float)));
-  conv::ForwardArgs args;
-  args.x = x();
-  args.w = w();
-  args.bias = bias();
-  args.y = d_->y.floats();
-  args.workspace = ws.data();
-  args.workspace_size = ws.size();
-  args.threads = threads;
+  conv::ForwardArgs args = this->args(d_->y.floats(), ws, threads);
   conv::AlignedBuffer pw;
   if (packed) {
     pw.reserve(algo.packed_weights_bytes(p_, config));

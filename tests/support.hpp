@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "buffer.hpp"
 #include "conv/algorithm.hpp"
 #include "conv/problem.hpp"
 #include "conv/tuner.hpp"
@@ -74,6 +75,8 @@ class ReferenceCase {
   const float* x() const;
   const float* w() const;
   const float* bias() const;  ///< null for the distributions without a bias
+  /// ForwardArgs of this case's x, w and bias writing to `y`, with `ws` as the workspace.
+  conv::ForwardArgs args(float* y, conv::AlignedBuffer& ws, int threads = 1) const;
 
   /// Runs `algo` with `config` (output poisoned with NaN first) and compares with the reference
   /// under the algorithm's contract (conv::error_scale, error_bound). With `packed`, the weights

@@ -632,8 +632,7 @@ struct FftModel final : conv::Algorithm {
   }
   void do_add_error_scale(const conv::ConvProblem& p, const std::string&, const float* x,
                           const float* w, double* scale, int threads) const override {
-    conv::kernels::fft::add_error_scale(p, conv::gpu::fft_cpu_geometry(p, T), x, w, scale,
-                                        conv::resolve_threads(threads));
+    conv::kernels::fft::add_error_scale(p, conv::gpu::fft_cpu_geometry(p, T), x, w, scale, threads);
   }
 };
 

@@ -48,14 +48,7 @@ convtest::CheckResult check_scalar(convtest::ReferenceCase& ref, const std::stri
   const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
   conv::AlignedBuffer y(p.y_bytes()), ws(algo.workspace_bytes(p, config)), pw;
   conv::poison_nan(y.floats(), p.y_elems());
-  conv::ForwardArgs a;
-  a.x = ref.x();
-  a.w = ref.w();
-  a.bias = ref.bias();
-  a.y = y.floats();
-  a.workspace = ws.data();
-  a.workspace_size = ws.size();
-  a.threads = 2;
+  conv::ForwardArgs a = ref.args(y.floats(), ws, 2);
   if (packed) {
     pw.reserve(algo.packed_weights_bytes(p, config));
     algo.pack_weights(p, config, ref.w(), pw.data(), 2);

@@ -202,15 +202,7 @@ TEST_CASE("every algorithm's forward() refuses a problem its applicable() refuse
         INFO(config << " on " << p.name << " (" << ap.reason << ")");
         conv::AlignedBuffer y(p.y_bytes()), ws(1 << 20);
         conv::poison_nan(y.floats(), p.y_elems());
-        conv::ForwardArgs a;
-        a.x = ref.x();
-        a.w = ref.w();
-        a.bias = ref.bias();
-        a.y = y.floats();
-        a.workspace = ws.data();
-        a.workspace_size = ws.size();
-        a.threads = 2;
-        CHECK_THROWS_WITH(algo->forward(p, config, a), ap.reason);
+        CHECK_THROWS_WITH(algo->forward(p, config, ref.args(y.floats(), ws, 2)), ap.reason);
         CHECK(std::isnan(y.floats()[0]));
         refusals.insert(std::string(algo->id()) + " " + p.name);
       }
@@ -251,16 +243,7 @@ TEST_CASE("every algorithm's public functions name a bad argument") {
         conv::AlignedBuffer ws(std::max<size_t>(64, algo->workspace_bytes(p, config)));
         const size_t packed_bytes = algo->packed_weights_bytes(p, config);
         conv::AlignedBuffer packed(std::max<size_t>(64, packed_bytes));
-        const auto args = [&] {
-          conv::ForwardArgs a;
-          a.x = ref.x();
-          a.w = ref.w();
-          a.bias = ref.bias();
-          a.y = y.floats();
-          a.workspace = ws.data();
-          a.workspace_size = ws.size();
-          return a;
-        };
+        const auto args = [&] { return ref.args(y.floats(), ws); };
         const auto refused = [&](const conv::ForwardArgs& a, const conv::ConvProblem& q,
                                  const std::string& prefix) {
           conv::poison_nan(y.floats(), p.y_elems());
@@ -383,13 +366,9 @@ TEST_CASE("every algorithm's public functions name a bad argument") {
       conv::AlignedBuffer packed(algo.packed_weights_bytes(p, config)), y(q.y_bytes()),
           ws(std::max<size_t>(64, algo.workspace_bytes(q, config)));
       algo.pack_weights(p, config, ref.w(), packed.data(), 2);
-      conv::ForwardArgs a;
-      a.x = ref.x();
+      conv::ForwardArgs a = ref.args(y.floats(), ws);
+      a.w = nullptr;
       a.packed_weights = packed.data();
-      a.bias = ref.bias();
-      a.y = y.floats();
-      a.workspace = ws.data();
-      a.workspace_size = ws.size();
       conv::poison_nan(y.floats(), q.y_elems());
       algo.forward(q, config, a);
       CHECK(ref.compare(y.floats(), algo, config).ok());

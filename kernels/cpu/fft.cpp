@@ -322,8 +322,7 @@ class Fft final : public Algorithm {
 
   void do_add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
                           const float* w, double* scale, int threads) const override {
-    fft::add_error_scale(p, make_geometry(p, parse_config(config)), x, w, scale,
-                         resolve_threads(threads));
+    fft::add_error_scale(p, make_geometry(p, parse_config(config)), x, w, scale, threads);
   }
 
  private:

@@ -309,7 +309,6 @@ class Winograd final : public Algorithm {
 
   void do_add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
                           const float* w, double* scale, int threads) const override {
-    threads = resolve_threads(threads);
     if (!dilated(p)) {
       winograd::add_error_scale(p, geometry(p, config), x, w, scale, threads);
       return;

@@ -315,8 +315,7 @@ class Fft final : public Algorithm {
   }
   void do_add_error_scale(const ConvProblem& p, const std::string& config, const float* x,
                           const float* w, double* scale, int threads) const override {
-    fft::add_error_scale(p, cpu_geometry(p, parse(p, config)), x, w, scale,
-                         resolve_threads(threads));
+    fft::add_error_scale(p, cpu_geometry(p, parse(p, config)), x, w, scale, threads);
   }
 
   size_t do_packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
