@@ -129,13 +129,13 @@ struct DeviceTensors {
 };
 
 // The stored measurement of (algo, config) when it is final: made by the algorithm's current
-// version, and "rejected", or "ok" and measured clean at least once (a noisy one is measured
-// again).
+// version, and "rejected", or "ok" with a time and measured clean at least once (a noisy one is
+// measured again).
 const PerfCandidate* final_measurement(const std::vector<PerfCandidate>& measured,
                                        const Algorithm& algo, const std::string& config) {
   for (const auto& m : measured)
     if (m.algo_id == algo.id() && m.config == config && m.algo_version == algo.version() &&
-        (m.status == "rejected" || (m.status == "ok" && !m.quality.noisy)))
+        (m.status == "rejected" || (m.status == "ok" && !m.quality.noisy && m.median_ms >= 0)))
       return &m;
   return nullptr;
 }
@@ -224,9 +224,23 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   if (!o.algo_pattern.empty() && o.algo_pattern.find_first_not_of(',') == std::string::npos)
     throw Error("algo (TuneOptions::algo_pattern): \"" + o.algo_pattern +
                 "\" names no algorithm (comma-separated parts of ids)");
+  if (!(o.budget_ms > 0))  // NaN too
+    throw Error("budget_ms (TuneOptions::budget_ms): must be > 0, got " +
+                std::to_string(o.budget_ms));
+  if (!(o.batch_ms >= 0) || !std::isfinite(o.batch_ms))  // an infinite round would never end
+    throw Error("batch_ms (TuneOptions::batch_ms): must be a finite number >= 0, got " +
+                std::to_string(o.batch_ms));
+  if (o.min_rounds < 1)
+    throw Error("min_rounds (TuneOptions::min_rounds): must be >= 1, got " +
+                std::to_string(o.min_rounds));
+  if (o.max_rounds < o.min_rounds)
+    throw Error("max_rounds (TuneOptions::max_rounds): must be >= min_rounds (" +
+                std::to_string(o.min_rounds) + "), got " + std::to_string(o.max_rounds));
+  // Longer budgets (infinity included) mean no limit: a century fits the clock's nanoseconds.
+  const double budget_ms = std::min(o.budget_ms, 100 * 365.25 * 86400e3);
   const auto t0 = Clock::now();
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double, std::milli>(o.budget_ms));
+                                 std::chrono::duration<double, std::milli>(budget_ms));
   const DeviceOps& ops = device_ops(o.device);
   // Made before anything is measured, so that a bad CONVTUNE_IGNORE_LOAD stops the tune up
   // front rather than failing every candidate after its check.
@@ -332,7 +346,7 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
         c = from_record(*stored, c);
       } else if (Clock::now() >= deadline) {
         c.status = "skipped";
-        c.message = "time budget of " + std::to_string(static_cast<long>(o.budget_ms)) +
+        c.message = "time budget of " + std::to_string(static_cast<long long>(budget_ms)) +
                     " ms for this problem used up";
       } else {
         ws.reserve(ops, c.workspace_bytes);

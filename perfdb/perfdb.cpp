@@ -18,6 +18,7 @@
 #include <system_error>
 #include <tuple>
 
+#include "conv/problem.hpp"
 #include "iso_date.hpp"
 #include "quoted.hpp"
 #include "schema.hpp"
@@ -110,10 +111,11 @@ void use_wal(sqlite3* db, const std::string& path) {
 }
 
 // PRAGMA quick_check reads every page (about 2 ms per MB), so a damaged file is refused at open
-// rather than by whichever later query touches the bad page. best_forward opens the file once per
-// new problem, so each file version (device, inode, size, modification time) is checked once per
-// process.
-void quick_check_once(sqlite3* db, const std::string& path) {
+// rather than by whichever later query touches the bad page; so is one with an oversized value.
+// best_forward opens the file once per new problem, so each file version (device, inode, size,
+// modification time) is checked once per process. `has_tables`: the schema that check_compatible
+// accepted has the winners and candidates tables.
+void quick_check_once(sqlite3* db, const std::string& path, bool has_tables) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return;  // the SQLite open succeeded; nothing to learn here
   static std::mutex mutex;
@@ -130,6 +132,25 @@ void quick_check_once(sqlite3* db, const std::string& path) {
     if (r == "ok") return;
     std::replace(r.begin(), r.end(), '\n', ' ');
     fail_not_perfdb(path, "damaged: quick_check says \"" + r + "\"");
+  });
+  // A value over kMaxValueBytes stops every query that reads its row (SQLITE_TOOBIG) rather
+  // than being skipped as a bad row, so such a file is refused now, where the callers that
+  // read system databases skip a file they cannot open.
+  with_retry(db, path, [&] {
+    if (!has_tables) return;
+    for (const char* table : {"winners", "candidates"}) {
+      const std::string sql = std::string("SELECT * FROM ") + table;
+      Stmt s(db, path, sql.c_str());
+      try {
+        while (s.step()) {
+        }
+      } catch (const SqliteError& e) {
+        if ((e.code & 0xff) != SQLITE_TOOBIG) throw;
+        fail_not_perfdb(path, std::string(table) + " holds a value longer than " +
+                                  std::to_string(kMaxValueBytes / 1024) +
+                                  " KiB, which no convtune writes");
+      }
+    }
   });
   std::lock_guard<std::mutex> lock(mutex);
   checked.insert(id);
@@ -188,6 +209,37 @@ std::string bad_text(const Stmt& s, int col, const char* name, bool non_empty) {
   if (t.size() > 4096) return std::string(name) + ": longer than 4096 characters";
   if (utf8_error(t) != std::string::npos || t.find('\0') != std::string::npos)
     return std::string(name) + ": not UTF-8 text";
+  return "";
+}
+
+// Text printed one row per line (a layer name into batch files, a fingerprint into tables): no
+// control characters, as `autotune db import` and the descriptor parser refuse them.
+std::string bad_label(const Stmt& s, int col, const char* name, bool non_empty) {
+  if (std::string bad = bad_text(s, col, name, non_empty); !bad.empty()) return bad;
+  const std::string t = s.text(col);
+  if (std::any_of(t.begin(), t.end(), is_control))
+    return std::string(name) + ": control character (not allowed in names and fingerprints)";
+  return "";
+}
+
+// A key exactly as ConvProblem::key() writes it: a row under any other text is never looked up.
+std::string bad_key(const Stmt& s, int col) {
+  if (std::string bad = bad_text(s, col, "key", true); !bad.empty()) return bad;
+  const std::string k = s.text(col);
+  try {
+    if (parse_descriptor(k).key() == k) return "";
+  } catch (const Error& e) {
+    return std::string("key: ") + e.what();
+  }
+  return "key: not the canonical key of a problem";
+}
+
+// min <= median <= max where known (NULL = unknown): a row otherwise contradicts itself.
+std::string bad_order(const Stmt& s, int min_col, int median_col, int max_col) {
+  const double lo = s.real_opt(min_col), mid = s.real_opt(median_col);
+  const double hi = max_col < 0 ? -1 : s.real_opt(max_col);
+  if ((lo >= 0 && mid >= 0 && lo > mid) || (hi >= 0 && mid >= 0 && mid > hi))
+    return "expected min_ms <= median_ms <= max_ms";
   return "";
 }
 
@@ -251,9 +303,9 @@ std::string bad_winner(const Stmt& s, int col) {
        {bad_text(s, col, "algo", true), bad_text(s, col + 1, "config", false),
         bad_number(s, col + 2, "median_ms", false), bad_date(s, col + 3),
         bad_text(s, col + 4, "version", false), bad_number(s, col + 5, "min_ms", true),
-        bad_quality(s, col + 6), bad_text(s, col + 10, "name", false)})
+        bad_quality(s, col + 6), bad_label(s, col + 10, "name", false)})
     if (!bad.empty()) return bad;
-  return "";
+  return bad_order(s, col + 5, col + 2, -1);
 }
 
 // Columns: algo, config, median_ms, date, version, then winner_added_columns().
@@ -292,7 +344,10 @@ std::string bad_candidate(const Stmt& s, int col) {
         bad_text(s, col + 11, "version", false), bad_number(s, col + 12, "packed_min_ms", true),
         bad_quality(s, col + 13), bad_text(s, col + 17, "algo_version", false)})
     if (!bad.empty()) return bad;
-  return "";
+  // The tuner reuses an "ok" row's times instead of measuring: without one it has none.
+  if (status == "ok" && s.type(col + 3) == SQLITE_NULL)
+    return "median_ms: expected a time for a candidate with status ok";
+  return bad_order(s, col + 4, col + 3, col + 5);
 }
 
 PerfCandidate candidate_from(const Stmt& s, int col) {
@@ -408,7 +463,7 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
     info = with_retry(c, path, [&] { return inspect(c, path); });
   }
   check_compatible(info, path, migrations());
-  if (info.kind != FileInfo::empty) quick_check_once(c, path);
+  if (info.kind != FileInfo::empty) quick_check_once(c, path, info.version >= 1);
 
   if (read_only) {
     if (info.kind == FileInfo::empty) {
@@ -733,8 +788,8 @@ std::string PerfDb::first_bad_row() const {
   return with_retry(c, path_, [&]() -> std::string {
     ReadTxn snapshot(c, path_);
     auto keys = [](const Stmt& s, const char* table) {
-      std::string bad = bad_text(s, 0, "fingerprint", true);
-      if (bad.empty()) bad = bad_text(s, 1, "key", true);
+      std::string bad = bad_label(s, 0, "fingerprint", true);
+      if (bad.empty()) bad = bad_key(s, 1);
       return bad.empty() ? bad : std::string(table) + " row: " + bad;
     };
     Stmt w(c, path_, winners_select(version_).c_str());

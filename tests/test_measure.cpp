@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -307,6 +308,54 @@ TEST_CASE("tune: injected times decide the winner, a noisy candidate is measured
     CHECK(again.candidates[again.winner].algo_id == fastest);
     CHECK_FALSE(again.noisy);
     std::filesystem::remove(path);
+  }
+}
+
+TEST_CASE("tune: options out of range are named; a stored ok row without a time is measured") {
+  const conv::ConvProblem p = conv::parse_descriptor("mb1ic4ih10oc4kh3ph1");
+  auto env = std::make_shared<ScriptedEnv>();
+  env->true_ms = times({{"cpu.direct", 0.25}});
+  conv::TuneOptions o;
+  o.threads = 1;
+  o.env = env;
+  o.algo_pattern = "cpu.direct,cpu.im2col_gemm";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<std::function<void(conv::TuneOptions&)>, std::string>> bad = {
+      {[&](conv::TuneOptions& t) { t.budget_ms = 0; }, "budget_ms (TuneOptions::budget_ms)"},
+      {[&](conv::TuneOptions& t) { t.budget_ms = nan; }, "budget_ms (TuneOptions::budget_ms)"},
+      {[&](conv::TuneOptions& t) { t.batch_ms = inf; }, "batch_ms (TuneOptions::batch_ms)"},
+      {[&](conv::TuneOptions& t) { t.batch_ms = -1; }, "batch_ms (TuneOptions::batch_ms)"},
+      {[&](conv::TuneOptions& t) { t.min_rounds = 0; }, "min_rounds (TuneOptions::min_rounds)"},
+      {[&](conv::TuneOptions& t) { t.max_rounds = 2; }, "max_rounds (TuneOptions::max_rounds)"}};
+  for (const auto& [edit, what] : bad) {
+    conv::TuneOptions t = o;
+    edit(t);
+    CHECK_THROWS_WITH(conv::tune(p, t), Catch::StartsWith(what));
+  }
+  // A budget past the clock's range (infinity too) is no limit, not an instant deadline.
+  for (const double budget : {inf, 1e300, 1e16}) {
+    conv::TuneOptions t = o;
+    t.budget_ms = budget;
+    const auto r = conv::tune(p, t);
+    REQUIRE(r.winner >= 0);
+    for (const auto& c : r.candidates) CHECK(c.status != "skipped");
+  }
+  // An "ok" measurement without a time (from a foreign file or a caller) is no measurement: it
+  // had won with its -1 ms and been stored as a -1 ms winner.
+  const auto first = conv::tune(p, o);
+  REQUIRE(first.winner >= 0);
+  for (const auto& c : first.to_records()) {
+    conv::PerfCandidate m = c;
+    if (m.status == "ok") m.median_ms = m.min_ms = m.max_ms = -1;
+    o.measured.push_back(m);
+  }
+  const auto again = conv::tune(p, o);
+  REQUIRE(again.winner >= 0);
+  CHECK(again.candidates[again.winner].min_ms > 0);
+  for (const auto& c : again.candidates) {
+    INFO(c.algo_id << " " << c.config);
+    if (c.status == "ok") CHECK_FALSE(c.from_perfdb);
   }
 }
 

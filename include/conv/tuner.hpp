@@ -68,19 +68,22 @@ std::string unknown_algo_pattern_part(const std::string& pattern);
 
 struct TuneOptions {
   Device device = Device::cpu();
-  int threads = 0;            ///< 0 = OpenMP default
-  int min_rounds = 3;         ///< timing rounds per candidate, at least
-  int max_rounds = 20;        ///< at most, while rounds are disturbed or disagree
-  double batch_ms = 1;        ///< a round repeats a candidate's run until it lasts this long
-  double budget_ms = 120000;  ///< per-problem time budget; remaining candidates are skipped
-  std::string algo_pattern;   ///< only algorithms whose id contains one of these
-                              ///< comma-separated substrings ("" = all)
+  int threads = 0;      ///< 0 = OpenMP default
+  int min_rounds = 3;   ///< timing rounds per candidate, at least (>= 1)
+  int max_rounds = 20;  ///< at most (>= min_rounds), while rounds are disturbed or disagree
+  /// A round repeats a candidate's run until it lasts this long (finite, >= 0).
+  double batch_ms = 1;
+  /// Per-problem time budget (> 0; infinity: none); remaining candidates are skipped.
+  double budget_ms = 120000;
+  std::string algo_pattern;  ///< only algorithms whose id contains one of these
+                             ///< comma-separated substrings ("" = all)
   size_t workspace_limit = std::numeric_limits<size_t>::max();  ///< bytes
   bool check = true;  ///< compare outputs against a trusted result
   /// Candidates already measured on this problem and device (PerfDb::candidates()): those whose
-  /// measurement is final (status "rejected", or "ok" and not noisy, made by the algorithm's
-  /// current version) are not measured again but take part in choosing the winner; the others
-  /// ("failed", "skipped", noisy, another version) are measured again.
+  /// measurement is final (status "rejected", or "ok" with a median_ms >= 0 and not noisy, made
+  /// by the algorithm's current version) are not measured again but take part in choosing the
+  /// winner; the others ("failed", "skipped", noisy, without a time, another version) are
+  /// measured again.
   std::vector<PerfCandidate> measured;
   /// Problems up to this many FLOPs are checked against the float64 reference, larger ones
   /// against cpu.im2col_gemm.
@@ -149,7 +152,9 @@ using TuneProgress = std::function<void(size_t, size_t, const CandidateResult&)>
 /// (uniform in [-1, 1]): one run checked against the trusted result, then the interleaved
 /// timing rounds described at TuneOptions. Candidates that throw are "failed", those above
 /// their error bound "rejected"; neither can win. `progress` is called after each candidate's
-/// check. Throws conv::Error when `p` is invalid, and ("problem: ...") before allocating anything
+/// check. Throws conv::Error when `p` is invalid, when an option is out of its range (named as
+/// "budget_ms (TuneOptions::budget_ms): ...", likewise batch_ms, min_rounds, max_rounds, algo),
+/// and ("problem: ...") before allocating anything
 /// when its host tensors and their float64 reference would take more than 3/4 of the machine's
 /// physical memory.
 TuneResult tune(const ConvProblem& p, const TuneOptions& options = {},
