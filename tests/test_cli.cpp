@@ -9,9 +9,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
@@ -335,6 +338,41 @@ TEST_CASE("autotune tune goes on past a layer too big for memory and exits 1") {
   CHECK_THAT(r.out, Catch::Contains("1 layer(s) tuned now"));
   auto show = autotune("show --db '" + tmp.db() + "'");
   CHECK_THAT(show.out, Catch::Contains("small"));
+}
+
+TEST_CASE("autotune explain goes on past such a layer too; --json names it; --shard selects") {
+  TempDir tmp;
+  const std::string batch = (tmp.dir / "mixed.txt").string();
+  write_file(batch,
+             "mb1ic3ih16oc8kh3n\"a\"\nmb1ic65536ih65536oc65536kh3n\"huge\"\n"
+             "mb1ic3ih17oc8kh3n\"b\"\n");
+  const std::string args =
+      " --batch '" + batch + "' --db '" + tmp.db() + "'" + quick + "--algo cpu.direct --json";
+  const std::string json = (tmp.dir / "out.json").string();
+  // autotune's stdout into `json` (a subshell: stderr still goes to the result), parsed.
+  const auto run_json = [&](const std::string& cmd, int code) {
+    const auto r = convtest::run_command("('" + std::string(CONVTUNE_AUTOTUNE_EXE) + "' " + cmd +
+                                         args + " > '" + json + "')");
+    INFO(r.out);
+    CHECK(r.code == code);
+    return nlohmann::json::parse(std::ifstream(json));
+  };
+  for (const std::string cmd : {"explain", "tune"}) {
+    INFO(cmd);
+    // Before, explain stopped at "huge" with nothing on stdout, and tune --json left it out.
+    const auto j = run_json(cmd, 1);
+    REQUIRE(j.size() == 3);
+    CHECK(j[0]["name"] == "a");
+    CHECK_FALSE(j[0].contains("error"));
+    CHECK(j[1]["name"] == "huge");
+    CHECK_THAT(j[1]["error"].get<std::string>(), Catch::StartsWith("problem: tuning it needs"));
+    CHECK(j[2]["name"] == "b");
+    CHECK_FALSE(j[2].contains("error"));
+  }
+  // Shard 2/3 is the third distinct problem only, as tune takes it (explain ignored --shard).
+  const auto j = run_json("explain --shard 2/3", 0);
+  REQUIRE(j.size() == 1);
+  CHECK(j[0]["name"] == "b");
 }
 
 TEST_CASE("autotune show on a database that does not exist says nothing is stored") {

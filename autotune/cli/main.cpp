@@ -17,6 +17,10 @@ namespace {
 
 int run_explain(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
   auto problems = collect_problems(t, miopen);
+  if (!t.shard.empty()) {
+    size_t duplicates = 0;
+    problems = select_shard(problems, parse_shard(t.shard), &duplicates);
+  }
   std::vector<conv::Device> devices;
   if (c.device == "all") {
     devices.push_back(conv::Device::cpu());
@@ -38,9 +42,20 @@ int run_explain(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
     std::cerr << "autotune: warning: " << e.what() << "; stored winners not shown\n";
   }
   nlohmann::json all = nlohmann::json::array();
+  std::vector<std::string> failed;
   for (const auto& p : problems) {
     for (const auto& d : devices) {
-      auto r = conv::tune(p, t.options(c, d));
+      conv::TuneResult r;
+      try {
+        r = conv::tune(p, t.options(c, d));
+      } catch (const conv::Error& e) {
+        // As in tune: one layer that cannot be measured must not cost the others.
+        const std::string name = p.name.empty() ? p.key() : p.name;
+        std::cerr << "autotune: " << name << ": " << e.what() << "\n";
+        failed.push_back(name);
+        if (c.json) all.push_back(conv::cli::failure_json(p, e.what()));
+        continue;
+      }
       const double dev_peak = d.kind == conv::Device::Kind::cpu ? peak : 0;
       std::optional<conv::PerfWinner> stored;
       std::string stored_in;
@@ -68,7 +83,12 @@ int run_explain(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
   }
   if (c.json)
     std::cout << all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  return 0;
+  if (!failed.empty()) {
+    std::cerr << "autotune: " << failed.size() << " layer(s) could not be explained:";
+    for (const auto& n : failed) std::cerr << " " << n;
+    std::cerr << "\n";
+  }
+  return failed.empty() ? 0 : 1;
 }
 
 }  // namespace

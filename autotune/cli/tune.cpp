@@ -93,6 +93,8 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
   };
   size_t measured = 0, no_winner = 0, subsets = 0;
   std::vector<std::string> failed;
+  // --json: each layer that could not be tuned, after the outcomes of the layers before it.
+  std::vector<std::pair<size_t, nlohmann::json>> failures;
   for (size_t i = 0; i < problems.size(); ++i) {
     const auto& p = problems[i];
     const std::string name = p.name.empty() ? p.key() : p.name;
@@ -163,6 +165,7 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
       // the batch the others.
       std::cerr << " failed: " << e.what() << "\n";
       failed.push_back(name);
+      failures.emplace_back(layers.size(), conv::cli::failure_json(p, e.what()));
       continue;
     }
     ++measured;
@@ -211,7 +214,12 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
   }
   if (c.json) {
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& l : layers) j.push_back(conv::cli::to_json(l));
+    auto failure = failures.begin();
+    for (size_t i = 0; i <= layers.size(); ++i) {
+      for (; failure != failures.end() && failure->first == i; ++failure)
+        j.push_back(failure->second);
+      if (i < layers.size()) j.push_back(conv::cli::to_json(layers[i]));
+    }
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << "device: " << fingerprint << "\nperf database: " << db.path()
