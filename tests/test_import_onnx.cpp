@@ -345,6 +345,29 @@ TEST_CASE("ONNX malformed Conv nodes are refused naming node and attribute", "[i
        {4, 3, 7, 7},
        [](onnx::NodeProto&) {},
        {"node \"conv\" (Conv)", "ConvProblem.H"}},
+      // The four below imported as if nothing were wrong (a fresh user's trial).
+      {"four inputs",
+       {1, 3, 8, 8},
+       {4, 3, 3, 3},
+       [](onnx::NodeProto& n) { n.add_input("w"), n.add_input("w"); },
+       {"4 inputs: Conv takes X, W and an optional B"}},
+      {"attribute given twice",
+       {1, 3, 8, 8},
+       {4, 3, 3, 3},
+       [](onnx::NodeProto& n) {
+         for (int i = 0; i < 2; ++i) {
+           onnx::AttributeProto* a = n.add_attribute();
+           a->set_name("pads");
+           a->set_type(onnx::AttributeProto::INTS);
+           for (int k = 0; k < 4; ++k) a->add_ints(i);
+         }
+       },
+       {"attribute \"pads\": given twice"}},
+      {"bias of another shape than K",
+       {1, 3, 8, 8},
+       {4, 3, 3, 3},
+       [](onnx::NodeProto& n) { n.add_input("w"); },  // 4x3x3x3, not [4]
+       {"input B \"w\": expected shape [4]"}},
   };
   const TempDir dir;
   for (const Case& c : cases) {
@@ -466,6 +489,16 @@ TEST_CASE("ONNX graph conflicts are named before shape inference", "[import]") {
   t->mutable_shape()->mutable_dim(2)->set_dim_value(3);
   t->mutable_shape()->mutable_dim(3)->set_dim_param("k");
   CHECK(conv::import_model(dir.write("agree.onnx", conflict)).size() == 1);
+
+  // Two nodes writing one tensor: which one a later Conv reads would be a guess.
+  onnx::ModelProto twice = onnx_models::single_conv({1, 3, 8, 8}, {4, 3, 3, 3});
+  onnx::NodeProto* second = twice.mutable_graph()->add_node();
+  *second = twice.graph().node(0);
+  second->set_name("again");
+  const std::string twice_path = dir.write("twice.onnx", twice);
+  CHECK_THAT(import_error(twice_path),
+             Contains(twice_path) &&
+                 Contains("node \"again\" (Conv): output \"y\": also written by node \"conv\""));
 }
 
 TEST_CASE("ONNX shapes that inference cannot give name the node, not --input", "[import]") {

@@ -2,6 +2,7 @@
 #include "arrays.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -83,6 +84,37 @@ Layout layout_of(const std::string& name) {
   throw conv::Error(want + " (NumPy, or an object with __dlpack__), got " + got);
 }
 
+// A capsule that an earlier import consumed: nanobind refuses it, and this says why.
+bool used_capsule(nb::handle c) {
+  if (!PyCapsule_CheckExact(c.ptr())) return false;
+  const char* name = PyCapsule_GetName(c.ptr());
+  return name && std::strncmp(name, "used_", 5) == 0;
+}
+
+// What nanobind imports for `v`: NumPy arrays and capsules as they are, any other object with
+// __dlpack__ as the capsule it returns. nanobind would call __dlpack__ itself, but it frees the
+// tensor of that capsule without marking the capsule used, so an object that hands out one
+// capsule twice (against the DLPack protocol) had its freed tensor read on the second call; a
+// capsule given to nanobind is marked used, and refused when it comes back.
+nb::object dlpack_source(nb::handle v, const std::string& n) {
+  if (PyCapsule_CheckExact(v.ptr()) ||
+      std::strcmp(Py_TYPE(v.ptr())->tp_name, "numpy.ndarray") == 0 || !nb::hasattr(v, "__dlpack__"))
+    return nb::borrow(v);
+  try {
+    // DLPack 1.0 capsules carry a read-only flag (NumPy exports read-only arrays only so);
+    // producers older than the 2023 protocol take no max_version.
+    try {
+      return v.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 0));
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_TypeError)) throw;
+    }
+    return v.attr("__dlpack__")();
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: not bad input
+    not_an_array(v, n);
+  }
+}
+
 }  // namespace
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -94,7 +126,12 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 Tensor as_tensor(nb::handle v, const char* name, size_t ndim) {
   Tensor t;
   const std::string n = name;
-  if (v.is_none() || !nb::try_cast(v, t.array, false)) not_an_array(v, n);
+  const nb::object src = v.is_none() ? nb::none() : dlpack_source(v, n);
+  if (used_capsule(src))
+    throw conv::Error(n +
+                      ": a DLPack capsule that was already imported (a capsule is consumed by "
+                      "its first use; __dlpack__() must return a new one each call)");
+  if (src.is_none() || !nb::try_cast(src, t.array, false)) not_an_array(v, n);
   const nb::ndarray<nb::ro>& a = t.array;
   if (a.device_type() != nb::device::cpu::value)
     throw conv::Error(n + ": expected an array in CPU memory, got DLPack device type " +

@@ -102,7 +102,10 @@ conv::TuneOptions options(const Knobs& k) {
   o.batch_ms = k.batch_ms;
   o.min_rounds = k.min_rounds;
   o.max_rounds = k.max_rounds;
-  if (k.workspace_limit) o.workspace_limit = static_cast<size_t>(*k.workspace_limit);
+  // Limits past size_t (infinity included) limit nothing; converting them would be undefined.
+  if (k.workspace_limit)
+    o.workspace_limit = *k.workspace_limit >= 0x1p64 ? std::numeric_limits<size_t>::max()
+                                                     : static_cast<size_t>(*k.workspace_limit);
   o.check = k.check;
   return o;
 }

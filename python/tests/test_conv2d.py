@@ -84,6 +84,37 @@ def test_dlpack_input(rng):
     assert not hasattr(DLPackOnly(x), "__array__")
 
 
+def test_read_only_dlpack_input(rng):
+    x, wt, _ = make(rng, 1, 3, 12, 12, 5, 3, 3, 1, False)
+    x.setflags(write=False)
+    y = convtune.conv2d(DLPackOnly(x), wt, padding=1)
+    ref, scale = conv2d_ref(x, wt, padding=1)
+    assert_close(y, ref, scale)
+
+
+class SameCapsule:
+    """Breaks the DLPack protocol: returns one capsule on every call."""
+
+    def __init__(self, a):
+        self._capsule = a.__dlpack__()
+
+    def __dlpack__(self, **kwargs):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_dlpack_capsule_is_used_once(rng):
+    x, wt, _ = make(rng, 1, 3, 12, 12, 5, 3, 3, 1, False)
+    ref, scale = conv2d_ref(x, wt)
+    # The second use read the tensor the first had freed (a crash, or garbage as its device).
+    for source in (SameCapsule(x), x.__dlpack__()):
+        assert_close(convtune.conv2d(source, wt), ref, scale)
+        with pytest.raises(convtune.Error, match=r"^x: a DLPack capsule that was already imported"):
+            convtune.conv2d(source, wt)
+
+
 class RaisingDLPack:
     def __dlpack__(self, **kwargs):
         raise RuntimeError("device busy")

@@ -88,3 +88,15 @@ def test_tune_bad_option():
     # A typo in algo would otherwise tune nothing (or a silently smaller set).
     with pytest.raises(convtune.Error, match=r'algo .*"cpu\.nosuch" is part of no'):
         convtune.tune(DESC, algo="cpu.direct,cpu.nosuch", store=False)
+
+
+def test_tune_limits_past_any_machine():
+    # Limits beyond size_t and the clock's range were converted with undefined results: every
+    # candidate came back skipped ("exceeds the limit 0 bytes", "budget ... used up").
+    q = dict(QUICK)
+    q.pop("budget_s")
+    for big in ({"workspace_limit": float("inf")}, {"workspace_limit": 2.0**70},
+                {"budget_s": 1e300}, {"budget_s": 1e10}):
+        r = convtune.tune(DESC, algo="direct", store=False, **q, **big)
+        assert r["winner"] is not None, big
+        assert not any(c["status"] == "skipped" for c in r["candidates"]), big

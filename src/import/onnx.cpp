@@ -101,14 +101,29 @@ void apply_inputs(const Source& src, onnx::GraphProto& graph, const InputShapes&
 /// ShapeInferenceError: a Conv without X or W, and an initializer that is also a graph input
 /// whose dims or element type differ from the input's declared ones.
 void check_graph(const Source& src, const onnx::GraphProto& graph) {
+  // ONNX graphs are single-assignment: with two producers of one tensor, which shape a Conv
+  // reads would be the importer's guess.
+  std::unordered_map<std::string, const onnx::NodeProto*> producer;
+  for (const auto& node : graph.node())
+    for (const auto& out : node.output())
+      if (!out.empty())
+        if (const auto [it, fresh] = producer.emplace(out, &node); !fresh)
+          NodeRef(src, node).fail("output \"" + out + "\": also written by node \"" +
+                                  NodeRef(src, *it->second).name +
+                                  "\" (a tensor has one producer)");
   for (const auto& node : graph.node()) {
     if (!onnx_import::is_onnx_op(node, "Conv")) continue;
     const NodeRef at(src, node);
     if (node.input_size() < 2)
       at.fail(std::string("input W: missing (") +
               (node.input_size() == 0 ? "the node has no inputs; " : "") + "Conv needs X and W)");
+    if (node.input_size() > 3)
+      at.fail(std::to_string(node.input_size()) + " inputs: Conv takes X, W and an optional B");
     if (node.input(0).empty()) at.fail("input X: missing");
     if (node.input(1).empty()) at.fail("input W: missing");
+    std::unordered_map<std::string, int> seen;
+    for (const auto& a : node.attribute())
+      if (++seen[a.name()] == 2) at.fail("attribute \"" + a.name() + "\": given twice");
   }
   std::unordered_map<std::string, const onnx::TensorProto*> initializers;
   for (const auto& t : graph.initializer()) initializers.emplace(t.name(), &t);

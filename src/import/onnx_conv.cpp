@@ -328,6 +328,14 @@ ConvProblem conv_problem(const NodeRef& at, const Shapes& shapes) {
             " input channels per group, but X has " + std::to_string(xd[1]) + " channels in " +
             std::to_string(group) + " group(s)");
 
+  // The bias is not part of the problem, but one that does not fit the weights means the model
+  // is not what its shapes say.
+  if (node.input_size() > 2 && !node.input(2).empty())
+    if (const onnx::TensorShapeProto* bs = shapes.find(node.input(2)))
+      if (bs->dim_size() != 1 || (bs->dim(0).has_dim_value() && bs->dim(0).dim_value() != wd[0]))
+        at.fail("input B " + quoted(node.input(2)) + ": expected shape [" + std::to_string(wd[0]) +
+                "] (one bias per output channel of the weights)");
+
   ConvProblem p;
   p.N = xd[0], p.C = xd[1], p.H = xd[2], p.W = xd[3];
   p.K = wd[0], p.R = wd[2], p.S = wd[3];
