@@ -224,12 +224,17 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   if (!o.algo_pattern.empty() && o.algo_pattern.find_first_not_of(',') == std::string::npos)
     throw Error("algo (TuneOptions::algo_pattern): \"" + o.algo_pattern +
                 "\" names no algorithm (comma-separated parts of ids)");
-  if (!(o.budget_ms > 0))  // NaN too
-    throw Error("budget_ms (TuneOptions::budget_ms): must be > 0, got " +
-                std::to_string(o.budget_ms));
+  const auto text = [](double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  // 0: measure nothing, choose among TuneOptions::measured.
+  if (!(o.budget_ms >= 0))  // NaN too
+    throw Error("budget_ms (TuneOptions::budget_ms): must be >= 0, got " + text(o.budget_ms));
   if (!(o.batch_ms >= 0) || !std::isfinite(o.batch_ms))  // an infinite round would never end
     throw Error("batch_ms (TuneOptions::batch_ms): must be a finite number >= 0, got " +
-                std::to_string(o.batch_ms));
+                text(o.batch_ms));
   if (o.min_rounds < 1)
     throw Error("min_rounds (TuneOptions::min_rounds): must be >= 1, got " +
                 std::to_string(o.min_rounds));
@@ -550,6 +555,9 @@ void store_result(PerfDb& db, const TuneResult& r) {
     w.config = c.config;
     w.median_ms = packed && c.packed_median_ms >= 0 ? c.packed_median_ms : c.median_ms;
     w.min_ms = packed ? c.plan_ms() : c.min_ms;
+    // A packed median with only a one-shot minimum beside it (a stored record of another build)
+    // would make a row that contradicts itself; the estimate is at most the median.
+    if (w.min_ms > w.median_ms && w.median_ms >= 0) w.min_ms = w.median_ms;
     w.quality = packed && c.packed_quality.rounds > 0 ? c.packed_quality : c.quality;
     w.quality.noisy = packed ? r.packed_noisy : r.noisy;
     w.version = version();

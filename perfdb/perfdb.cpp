@@ -239,7 +239,8 @@ std::string bad_order(const Stmt& s, int min_col, int median_col, int max_col) {
   const double lo = s.real_opt(min_col), mid = s.real_opt(median_col);
   const double hi = max_col < 0 ? -1 : s.real_opt(max_col);
   if ((lo >= 0 && mid >= 0 && lo > mid) || (hi >= 0 && mid >= 0 && mid > hi))
-    return "expected min_ms <= median_ms <= max_ms";
+    return max_col < 0 ? "min_ms, median_ms: expected min_ms <= median_ms"
+                       : "min_ms, median_ms, max_ms: expected min_ms <= median_ms <= max_ms";
   return "";
 }
 
@@ -279,6 +280,13 @@ std::string storable_message(const std::string& m) {
     }
   }
   return out;
+}
+
+// A layer name as stored: control characters (which ConvProblem allows, and which would end a
+// line of `show` or of a batch file) as '_', as model imports and to_descriptor() write them.
+std::string printable_name(std::string name) {
+  std::replace_if(name.begin(), name.end(), is_control, '_');
+  return name;
 }
 
 std::string bad_date(const Stmt& s, int col) {
@@ -565,7 +573,7 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
       win.bind(8, w->version.empty() ? std::string(CONVTUNE_VERSION) : w->version);
       win.bind_opt(9, w->min_ms);
       bind_quality(win, 10, w->quality);
-      win.bind(14, w->name);
+      win.bind(14, printable_name(w->name));
       win.run();
       win.reset();
     }
@@ -787,10 +795,17 @@ std::string PerfDb::first_bad_row() const {
   sqlite3* c = conn();
   return with_retry(c, path_, [&]() -> std::string {
     ReadTxn snapshot(c, path_);
-    auto keys = [](const Stmt& s, const char* table) {
+    // Rows come sorted by fingerprint and key: each distinct key is parsed once.
+    std::string good_key;
+    auto keys = [&](const Stmt& s, const char* table) {
       std::string bad = bad_label(s, 0, "fingerprint", true);
-      if (bad.empty()) bad = bad_key(s, 1);
-      return bad.empty() ? bad : std::string(table) + " row: " + bad;
+      if (bad.empty() && (s.type(1) != SQLITE_TEXT || s.text(1) != good_key)) {
+        bad = bad_key(s, 1);
+        if (bad.empty()) good_key = s.text(1);
+      }
+      return bad.empty() ? bad
+                         : std::string(table) + " row " +
+                               quoted_head(s.type(1) == SQLITE_TEXT ? s.text(1) : "") + ": " + bad;
     };
     Stmt w(c, path_, winners_select(version_).c_str());
     while (w.step()) {

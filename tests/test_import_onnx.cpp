@@ -499,6 +499,10 @@ TEST_CASE("ONNX graph conflicts are named before shape inference", "[import]") {
   CHECK_THAT(import_error(twice_path),
              Contains(twice_path) &&
                  Contains("node \"again\" (Conv): output \"y\": also written by node \"conv\""));
+  onnx::ModelProto over = onnx_models::single_conv({1, 3, 8, 8}, {4, 3, 3, 3});
+  over.mutable_graph()->mutable_node(0)->set_output(0, "w");
+  CHECK_THAT(import_error(dir.write("over.onnx", over)),
+             Contains("node \"conv\" (Conv): output \"w\": also an initializer"));
 }
 
 TEST_CASE("ONNX shapes that inference cannot give name the node, not --input", "[import]") {

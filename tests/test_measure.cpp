@@ -322,7 +322,7 @@ TEST_CASE("tune: options out of range are named; a stored ok row without a time 
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<std::pair<std::function<void(conv::TuneOptions&)>, std::string>> bad = {
-      {[&](conv::TuneOptions& t) { t.budget_ms = 0; }, "budget_ms (TuneOptions::budget_ms)"},
+      {[&](conv::TuneOptions& t) { t.budget_ms = -1; }, "budget_ms (TuneOptions::budget_ms)"},
       {[&](conv::TuneOptions& t) { t.budget_ms = nan; }, "budget_ms (TuneOptions::budget_ms)"},
       {[&](conv::TuneOptions& t) { t.batch_ms = inf; }, "batch_ms (TuneOptions::batch_ms)"},
       {[&](conv::TuneOptions& t) { t.batch_ms = -1; }, "batch_ms (TuneOptions::batch_ms)"},

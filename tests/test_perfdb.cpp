@@ -1055,6 +1055,14 @@ TEST_CASE("perfdb: every row this build stores reads back as valid, whatever its
   CHECK(back[1].message.size() <= 4096);
   CHECK(back[1].message.rfind("bad byte ?, NUL ? here, mmm", 0) == 0);
   CHECK(db.rows().candidates.size() == 2);
+  // A layer name with control characters (ConvProblem allows them) is stored printable: the row
+  // had read back as one convtune never writes, and its winner was never found.
+  PerfWinner named = winner("cpu.fft", "t8", 1.5);
+  named.name = "conv\tone\n";
+  db.store(kFp, problem_key(64), {}, &named, nullptr);
+  REQUIRE(db.lookup(kFp, problem_key(64)));
+  CHECK(db.lookup(kFp, problem_key(64))->name == "conv_one_");
+  CHECK(db.first_bad_row().empty());
   // Names are checked where problems are made: UTF-8 only.
   conv::ConvProblem p = conv::parse_descriptor("mb1ic3ih8oc4kh3");
   p.name = "caf\xc3\xa9";

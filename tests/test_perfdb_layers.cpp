@@ -608,7 +608,8 @@ TEST_CASE("perfdb: rows with values no convtune writes are skipped, reported and
       {"UPDATE candidates SET status = 'ok', median_ms = 1, min_ms = 2",
        "expected min_ms <= median_ms <= max_ms"},
       {"UPDATE candidates SET median_ms = 3, max_ms = 2", "expected min_ms <= median_ms <= max_ms"},
-      {"UPDATE winners SET min_ms = 2 * median_ms + 1", "expected min_ms <= median_ms <= max_ms"},
+      {"UPDATE winners SET min_ms = 2 * median_ms + 1",
+       "min_ms, median_ms: expected min_ms <= median_ms"},
       {"UPDATE winners SET name = 'a' || char(27) || '[2Jb'", "name: control character"},
       {"UPDATE winners SET key = 'mb1ic64ih56oc64kh3ph1'", "key: not the canonical key"},
       {"UPDATE winners SET key = replace(key, 'mb1', 'mb99999999999')", "key: descriptor"}};

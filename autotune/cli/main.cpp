@@ -16,11 +16,15 @@ namespace conv::cli {
 namespace {
 
 int run_explain(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
-  auto problems = collect_problems(t, miopen);
-  if (!t.shard.empty()) {
-    size_t duplicates = 0;
-    problems = select_shard(problems, parse_shard(t.shard), &duplicates);
-  }
+  // As tune: each distinct problem once, and --shard's share of them.
+  const Shard shard = parse_shard(t.shard);
+  size_t duplicates = 0;
+  const auto problems = select_shard(collect_problems(t, miopen), shard, &duplicates);
+  if (duplicates > 0)
+    std::cerr << "autotune: " << duplicates << " repeated problem(s) explained once\n";
+  if (shard.count > 1)
+    std::cerr << "autotune: shard " << shard.index << "/" << shard.count << ": " << problems.size()
+              << " problem(s)\n";
   std::vector<conv::Device> devices;
   if (c.device == "all") {
     devices.push_back(conv::Device::cpu());
@@ -53,7 +57,7 @@ int run_explain(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
         const std::string name = p.name.empty() ? p.key() : p.name;
         std::cerr << "autotune: " << name << ": " << e.what() << "\n";
         failed.push_back(name);
-        if (c.json) all.push_back(conv::cli::failure_json(p, e.what()));
+        if (c.json) all.push_back(conv::cli::failure_json(p, e.what(), d.name()));
         continue;
       }
       const double dev_peak = d.kind == conv::Device::Kind::cpu ? peak : 0;

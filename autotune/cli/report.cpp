@@ -202,12 +202,11 @@ nlohmann::json to_json(const LayerOutcome& o) {
   return j;
 }
 
-nlohmann::json failure_json(const ConvProblem& p, const std::string& error) {
-  return {{"name", p.name},
-          {"problem", to_descriptor(p)},
-          {"key", p.key()},
-          {"gflop", p.flops() / 1e9},
-          {"error", error}};
+nlohmann::json failure_json(const ConvProblem& p, const std::string& error,
+                            const std::string& device) {
+  return {{"name", p.name},   {"problem", to_descriptor(p)},
+          {"key", p.key()},   {"gflop", p.flops() / 1e9},
+          {"device", device}, {"error", error}};
 }
 
 nlohmann::json to_json(const TuneResult& r, double peak) {

@@ -51,8 +51,10 @@ void print_explain(std::ostream& out, const TuneResult& r, double peak_gflops);
 nlohmann::json to_json(const LayerOutcome& o);
 nlohmann::json to_json(const TuneResult& r, double peak_gflops);
 nlohmann::json to_json(const PerfDb::Entry& e);
-/// A layer that could not be tuned or explained at all (its tensors do not fit in memory, ...):
-/// name, problem, key, gflop and the error, in place of its entry in --json output.
-nlohmann::json failure_json(const ConvProblem& p, const std::string& error);
+/// A layer that could not be tuned or explained at all on `device` ("cpu", "cuda:0"; its
+/// tensors do not fit in memory, ...): name, problem, key, gflop, device and the error, in place
+/// of its entry in --json output.
+nlohmann::json failure_json(const ConvProblem& p, const std::string& error,
+                            const std::string& device);
 
 }  // namespace conv::cli

@@ -165,7 +165,7 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
       // the batch the others.
       std::cerr << " failed: " << e.what() << "\n";
       failed.push_back(name);
-      failures.emplace_back(layers.size(), conv::cli::failure_json(p, e.what()));
+      failures.emplace_back(layers.size(), conv::cli::failure_json(p, e.what(), device.name()));
       continue;
     }
     ++measured;

@@ -73,7 +73,8 @@ struct TuneOptions {
   int max_rounds = 20;  ///< at most (>= min_rounds), while rounds are disturbed or disagree
   /// A round repeats a candidate's run until it lasts this long (finite, >= 0).
   double batch_ms = 1;
-  /// Per-problem time budget (> 0; infinity: none); remaining candidates are skipped.
+  /// Per-problem time budget (>= 0; infinity: none); remaining candidates are skipped (0:
+  /// nothing new is measured, the winner is chosen among `measured`).
   double budget_ms = 120000;
   std::string algo_pattern;  ///< only algorithms whose id contains one of these
                              ///< comma-separated substrings ("" = all)

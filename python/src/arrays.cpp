@@ -96,23 +96,23 @@ bool used_capsule(nb::handle c) {
 // tensor of that capsule without marking the capsule used, so an object that hands out one
 // capsule twice (against the DLPack protocol) had its freed tensor read on the second call; a
 // capsule given to nanobind is marked used, and refused when it comes back.
-nb::object dlpack_source(nb::handle v, const std::string& n) {
+nb::object dlpack_source(nb::handle v) {
   if (PyCapsule_CheckExact(v.ptr()) ||
       std::strcmp(Py_TYPE(v.ptr())->tp_name, "numpy.ndarray") == 0 || !nb::hasattr(v, "__dlpack__"))
     return nb::borrow(v);
-  try {
-    // DLPack 1.0 capsules carry a read-only flag (NumPy exports read-only arrays only so);
-    // producers older than the 2023 protocol take no max_version.
+  // A plain capsule first (every nanobind 2 imports it); a DLPack 1.0 one, which can say
+  // read-only, where the producer refuses that (NumPy does for read-only arrays). Where both
+  // raise, nanobind's own ways (the buffer protocol) are left to try, and not_an_array() reports
+  // what __dlpack__ said.
+  for (const bool versioned : {false, true}) {
     try {
-      return v.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 0));
+      return versioned ? v.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 0))
+                       : v.attr("__dlpack__")();
     } catch (nb::python_error& e) {
-      if (!e.matches(PyExc_TypeError)) throw;
+      if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: not bad input
     }
-    return v.attr("__dlpack__")();
-  } catch (nb::python_error& e) {
-    if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: not bad input
-    not_an_array(v, n);
   }
+  return nb::borrow(v);
 }
 
 }  // namespace
@@ -126,7 +126,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 Tensor as_tensor(nb::handle v, const char* name, size_t ndim) {
   Tensor t;
   const std::string n = name;
-  const nb::object src = v.is_none() ? nb::none() : dlpack_source(v, n);
+  const nb::object src = v.is_none() ? nb::none() : dlpack_source(v);
   if (used_capsule(src))
     throw conv::Error(n +
                       ": a DLPack capsule that was already imported (a capsule is consumed by "

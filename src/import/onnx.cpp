@@ -104,6 +104,14 @@ void check_graph(const Source& src, const onnx::GraphProto& graph) {
   // ONNX graphs are single-assignment: with two producers of one tensor, which shape a Conv
   // reads would be the importer's guess.
   std::unordered_map<std::string, const onnx::NodeProto*> producer;
+  std::unordered_map<std::string, const char*> given;  // tensors no node may write
+  for (const auto& in : graph.input()) given.emplace(in.name(), "a graph input");
+  for (const auto& t : graph.initializer()) given.emplace(t.name(), "an initializer");
+  for (const auto& node : graph.node())
+    for (const auto& out : node.output())
+      if (const auto it = given.find(out); !out.empty() && it != given.end())
+        NodeRef(src, node).fail("output \"" + out + "\": also " + it->second +
+                                " (a tensor has one producer)");
   for (const auto& node : graph.node())
     for (const auto& out : node.output())
       if (!out.empty())
