@@ -80,9 +80,12 @@ int64_t int_arg(nb::handle v, const std::string& name, const char* range) {
 
 std::string path_arg(nb::handle v, const char* name) {
   if (nb::isinstance<nb::str>(v) || nb::isinstance<nb::bytes>(v) || nb::hasattr(v, "__fspath__")) {
-    nb::object text = nb::module_::import_("os").attr("fsdecode")(v);
-    std::string out;
-    if (nb::try_cast<std::string>(text, out)) {
+    // The bytes the file system sees (os.fsencode): a str that came from a file name which is
+    // not UTF-8 holds lone surrogates for those bytes (PEP 383), and encodes back to them.
+    const nb::object raw = nb::module_::import_("os").attr("fsencode")(v);
+    if (nb::isinstance<nb::bytes>(raw)) {
+      const nb::bytes b = nb::borrow<nb::bytes>(raw);
+      const std::string out(b.c_str(), b.size());
       // The C library would stop at the NUL and use another file than the one named (as open()
       // refuses such a path with ValueError).
       if (out.find('\0') != std::string::npos)
@@ -94,6 +97,10 @@ std::string path_arg(nb::handle v, const char* name) {
   }
   throw conv::Error(std::string(name) + ": expected a path (str, bytes or os.PathLike), got " +
                     (v.is_none() ? std::string("None") : py_type_name(v)));
+}
+
+nb::object path_object(const std::string& path) {
+  return nb::module_::import_("os").attr("fsdecode")(nb::bytes(path.data(), path.size()));
 }
 
 std::optional<std::string> optional_path_arg(nb::handle v, const char* name) {

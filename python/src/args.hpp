@@ -21,9 +21,12 @@ namespace nb = nanobind;
 /// is the documented one, e.g. "[1, 2^31]"; callers check the range itself later).
 int64_t int_arg(nb::handle v, const std::string& name, const char* range);
 
-/// A file path: str, bytes or os.PathLike (os.fsdecode). Throws conv::Error naming `name` for
-/// another type or a path with a NUL character.
+/// A file path: str, bytes or os.PathLike, as the bytes the file system sees (os.fsencode).
+/// Throws conv::Error naming `name` for another type, an empty path or a NUL character.
 std::string path_arg(nb::handle v, const char* name);
+
+/// A path back to Python as str (os.fsdecode: bytes that are not UTF-8 as lone surrogates).
+nb::object path_object(const std::string& path);
 
 /// None, or a path as path_arg.
 std::optional<std::string> optional_path_arg(nb::handle v, const char* name);

@@ -70,7 +70,7 @@ nb::dict read_perfdb(nb::handle path_obj) {
     candidates.append(d);
   }
   nb::dict out;
-  out["path"] = file;
+  out["path"] = path_object(file);
   out["schema"] = schema;
   out["winners"] = winners;
   out["candidates"] = candidates;
@@ -87,10 +87,11 @@ std::vector<std::string> algorithms() {
 
 void bind_perfdb(nb::module_& m) {
   m.def("read_perfdb", &read_perfdb, nb::arg("path").none() = nb::none(), kReadDoc);
-  m.def("default_perfdb_path", &conv::PerfDb::default_path,
-        "The user perf database path: $CONVTUNE_PERFDB, else $XDG_CACHE_HOME/convtune/"
-        "perfdb.sqlite, else ~/.cache/convtune/perfdb.sqlite. Raises convtune.Error when none "
-        "is set.");
+  m.def(
+      "default_perfdb_path", [] { return path_object(conv::PerfDb::default_path()); },
+      "The user perf database path: $CONVTUNE_PERFDB, else $XDG_CACHE_HOME/convtune/"
+      "perfdb.sqlite, else ~/.cache/convtune/perfdb.sqlite. Raises convtune.Error when none "
+      "is set.");
   m.def(
       "fingerprint", [](int threads) { return conv::Device::cpu().fingerprint(threads); },
       nb::arg("threads") = 0,

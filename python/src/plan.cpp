@@ -100,8 +100,7 @@ nb::dict choice(const PyPlan& self) {
   d["algo"] = c.algo_id;
   d["config"] = c.config;
   d["source"] = conv::to_string(c.source);
-  d["perfdb"] =
-      c.perfdb_path.empty() ? nb::object(nb::none()) : nb::object(nb::str(c.perfdb_path.c_str()));
+  d["perfdb"] = c.perfdb_path.empty() ? nb::object(nb::none()) : path_object(c.perfdb_path);
   d["workspace_bytes"] = self.plan().workspace_bytes();
   d["packed_weights"] = self.plan().has_packed_weights();
   return d;

@@ -64,9 +64,14 @@ void bind_problem(nb::module_& m) {
              nb::handle W, nb::handle K, nb::handle R, nb::handle S, nb::handle stride,
              nb::handle padding, nb::handle dilation, nb::handle groups, nb::handle name) {
             std::string label;
-            if (!name.is_none() && !nb::try_cast<std::string>(name, label))
-              throw conv::Error(std::string("name: expected a str, got ") +
-                                Py_TYPE(name.ptr())->tp_name);
+            if (!name.is_none() && !nb::try_cast<std::string>(name, label)) {
+              PyErr_Clear();  // the failed UTF-8 encoding's UnicodeEncodeError, if any
+              throw conv::Error(
+                  nb::isinstance<nb::str>(name)
+                      ? std::string("name: not encodable as UTF-8 (a lone surrogate such as "
+                                    "'\\udcff'); names are UTF-8 text")
+                      : std::string("name: expected a str, got ") + Py_TYPE(name.ptr())->tp_name);
+            }
             // As the CLI and batch files refuse them: printed, they would end or rewrite a line.
             for (const char c : label)
               if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {

@@ -159,7 +159,7 @@ nb::dict tune(nb::handle problem, int threads, const std::string& algo, double b
   }
   nb::dict d = result(r, 0);
   d["stored"] = db && r.complete && r.winner >= 0;
-  d["perfdb"] = db ? nb::object(nb::str(db->path().c_str())) : nb::none();
+  d["perfdb"] = db ? path_object(db->path()) : nb::none();
   return d;
 }
 
@@ -215,7 +215,7 @@ nb::dict explain(nb::handle problem, int threads, const std::string& algo, doubl
     s["algo"] = stored->algo_id;
     s["config"] = stored->config;
     s["min_ms"] = number(stored->min_ms);
-    s["perfdb"] = stored_in;
+    s["perfdb"] = path_object(stored_in);
     d["stored_winner"] = s;
   } else {
     d["stored_winner"] = nb::none();

@@ -1,5 +1,7 @@
 """Rejected inputs raise convtune.Error (a ValueError) naming the argument or field."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -237,3 +239,18 @@ def test_path_with_nul(tmp_path):
     with pytest.raises(convtune.Error, match=r"^perfdb: a path must not contain a NUL character$"):
         convtune.conv2d(x, w, perfdb=bad)
     assert not (tmp_path / "a").exists()
+
+
+def test_lone_surrogates(tmp_path):
+    # A name must be UTF-8 text: the message said "expected a str, got str".
+    with pytest.raises(convtune.Error, match=r"^name: not encodable as UTF-8"):
+        convtune.Problem("mb1ic3ih8oc4kh3", name="conv\udcff")
+    # A path is the bytes the file system sees: a file name that is not UTF-8 reaches Python as
+    # lone surrogates (PEP 383) and was refused as "expected a path ..., got str".
+    db = os.path.join(str(tmp_path), "perf\udcff.sqlite")
+    r = convtune.tune("mb1ic3ih8oc4kh3", algo="direct", perfdb=db, min_rounds=1, max_rounds=1,
+                      batch_ms=0.1)
+    assert r["perfdb"] == db  # (a subset of the algorithms: opened, nothing stored)
+    assert convtune.read_perfdb(db)["path"] == db
+    assert os.fsencode(db) in [os.fsencode(os.path.join(str(tmp_path), f))
+                               for f in os.listdir(str(tmp_path))]
