@@ -79,14 +79,18 @@ struct Knobs {
   int threads;
   std::string algo;
   double budget_s, batch_ms;
-  int min_rounds, max_rounds;
+  int64_t min_rounds, max_rounds;  // int64: a huge Python int is named, not a TypeError
   std::optional<double> workspace_limit;
   bool check;
 };
 
 conv::TuneOptions options(const Knobs& k) {
-  if (k.min_rounds < 1) throw conv::Error("min_rounds: must be >= 1");
-  if (k.max_rounds < k.min_rounds) throw conv::Error("max_rounds: must be >= min_rounds");
+  // The CLI's --rounds and --max-rounds range.
+  if (k.min_rounds < 1 || k.min_rounds > 100000)
+    throw conv::Error("min_rounds: must be in [1, 100000], got " + std::to_string(k.min_rounds));
+  if (k.max_rounds < k.min_rounds || k.max_rounds > 100000)
+    throw conv::Error("max_rounds: must be in [min_rounds, 100000], got " +
+                      std::to_string(k.max_rounds));
   // Finite, as the CLI's --budget and --batch-ms (an infinite batch would never end a round).
   if (!(k.budget_s > 0) || !std::isfinite(k.budget_s))
     throw conv::Error("budget_s: must be a finite number > 0");
@@ -100,8 +104,8 @@ conv::TuneOptions options(const Knobs& k) {
   o.algo_pattern = k.algo;
   o.budget_ms = k.budget_s * 1000;
   o.batch_ms = k.batch_ms;
-  o.min_rounds = k.min_rounds;
-  o.max_rounds = k.max_rounds;
+  o.min_rounds = static_cast<int>(k.min_rounds);
+  o.max_rounds = static_cast<int>(k.max_rounds);
   // Limits past size_t (infinity included) limit nothing; converting them would be undefined.
   if (k.workspace_limit)
     o.workspace_limit = *k.workspace_limit >= 0x1p64 ? std::numeric_limits<size_t>::max()
@@ -138,7 +142,7 @@ winner / packed_winner: the winning candidate's dict or None; not_applicable: li
 {algo, reason}. Raises convtune.Error for a bad problem, option or perf database.)";
 
 nb::dict tune(nb::handle problem, int threads, const std::string& algo, double budget_s,
-              int min_rounds, int max_rounds, double batch_ms,
+              int64_t min_rounds, int64_t max_rounds, double batch_ms,
               std::optional<double> workspace_limit, bool check, nb::handle perfdb_obj, bool store,
               bool force) {
   const conv::ConvProblem p = to_problem(problem);
@@ -175,7 +179,7 @@ database at `perfdb` (default path) or a system one, as {algo, config, min_ms, p
 Raises convtune.Error.)";
 
 nb::dict explain(nb::handle problem, int threads, const std::string& algo, double budget_s,
-                 int min_rounds, int max_rounds, double batch_ms,
+                 int64_t min_rounds, int64_t max_rounds, double batch_ms,
                  std::optional<double> workspace_limit, bool check, nb::handle perfdb_obj) {
   const conv::ConvProblem p = to_problem(problem);
   const std::optional<std::string> perfdb = optional_path_arg(perfdb_obj, "perfdb");

@@ -82,6 +82,10 @@ def test_tune_bad_option():
 
     with pytest.raises(convtune.Error, match="max_rounds"):
         convtune.tune(DESC, min_rounds=3, max_rounds=2, store=False)
+    # Past int, these were nanobind's "incompatible function arguments" TypeError.
+    for bad in ({"max_rounds": 2**40}, {"min_rounds": 2**40}, {"min_rounds": 0}):
+        with pytest.raises(convtune.Error, match=next(iter(bad)) + r": must be in \["):
+            convtune.tune(DESC, store=False, **bad)
     for bad in ({"batch_ms": float("inf")}, {"budget_s": float("inf")}, {"batch_ms": float("nan")}):
         with pytest.raises(convtune.Error, match=next(iter(bad))):
             convtune.tune(DESC, store=False, **bad)
