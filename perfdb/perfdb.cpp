@@ -534,6 +534,45 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
     throw Error("PerfDb::store: oneshot_winner.algo_id: must not be empty");
   if (packed_winner && packed_winner->algo_id.empty())
     throw Error("PerfDb::store: packed_winner.algo_id: must not be empty");
+  // What the readers refuse (bad_candidate, bad_winner, first_bad_row) is not written: a row
+  // stored here would otherwise be skipped by lookups and make check, merge and export refuse
+  // the whole file.
+  const auto fail = [](const std::string& field, const std::string& what) {
+    throw Error("PerfDb::store: " + field + ": " + what);
+  };
+  if (std::any_of(fingerprint.begin(), fingerprint.end(), is_control))
+    fail("fingerprint", "control character");
+  try {
+    if (parse_descriptor(key).key() != key) fail("key", "not the canonical key of a problem");
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind("PerfDb::store", 0) == 0) throw;
+    fail("key", std::string("not the key of a problem: ") + e.what());
+  }
+  const auto time_ok = [](double ms) { return ms < 0 || std::isfinite(ms); };  // -1: unknown
+  const auto ordered = [](double lo, double mid, double hi) {
+    return !(lo >= 0 && mid >= 0 && lo > mid) && !(hi >= 0 && mid >= 0 && mid > hi);
+  };
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const PerfCandidate& r = candidates[i];
+    const std::string at = "candidates[" + std::to_string(i) + "]";
+    if (r.status != "ok" && r.status != "rejected" && r.status != "failed" && r.status != "skipped")
+      fail(at + ".status",
+           "expected ok, rejected, failed or skipped, got " + quoted_head(r.status));
+    if (r.status == "ok" && !(r.median_ms >= 0))
+      fail(at + ".median_ms", "an ok candidate has a time");
+    for (const double ms : {r.median_ms, r.min_ms, r.max_ms, r.packed_median_ms, r.packed_min_ms})
+      if (!time_ok(ms)) fail(at, "times must be finite (-1: not measured)");
+    if (!ordered(r.min_ms, r.median_ms, r.max_ms))
+      fail(at, "expected min_ms <= median_ms <= max_ms");
+  }
+  for (const PerfWinner* w : {oneshot_winner, packed_winner}) {
+    if (!w) continue;
+    const std::string at = w == oneshot_winner ? "oneshot_winner" : "packed_winner";
+    if (!(w->median_ms >= 0) || !std::isfinite(w->median_ms))
+      fail(at + ".median_ms", "expected a finite time >= 0");
+    if (!time_ok(w->min_ms) || !ordered(w->min_ms, w->median_ms, -1))
+      fail(at + ".min_ms", "expected -1 (unknown) or a time <= median_ms");
+  }
   sqlite3* c = conn();
   if (read_only_) throw Error("perfdb: " + path_ + ": store: the database was opened read-only");
 

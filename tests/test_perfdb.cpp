@@ -183,11 +183,23 @@ static_assert(std::is_nothrow_move_constructible_v<PerfDb> &&
 const std::string kFp = "cpu: Test CPU @ 3.0GHz | avx2 fma | 8 threads";
 const std::string kFp2 = "cpu: Test CPU @ 3.0GHz | avx2 fma | 4 threads";
 
-// Problem keys as ConvProblem::key() writes them: merge(), rows() and integrity_check() report
-// any other key text as a row convtune never writes.
-std::string problem_key(int i) {
+// Problem keys as ConvProblem::key() writes them: store() refuses any other key text, and
+// merge(), rows() and integrity_check() report it as a row convtune never writes.
+std::string problem_key(int64_t i) {
   return conv::parse_descriptor("mb1ic" + std::to_string(i) + "ih8oc4kh3").key();
 }
+
+// The key of a test's row called `name`: distinct names, distinct keys (44 bits of FNV-1a as
+// the channel counts, small enough for the problem's sizes to fit 64 bits).
+std::string K(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
+  const int64_t ic = static_cast<int64_t>(h & 0x3fffff) + 1;
+  const int64_t oc = static_cast<int64_t>((h >> 22) & 0x3fffff) + 1;
+  return conv::parse_descriptor("mb1ic" + std::to_string(ic) + "ih8oc" + std::to_string(oc) + "kh3")
+      .key();
+}
+
 const std::regex kIsoDate(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)");
 
 void require_same(const PerfCandidate& a, const PerfCandidate& b) {
@@ -253,9 +265,9 @@ TEST_CASE("perfdb: store and lookup round-trip every field, for both execution p
   PerfWinner packed = winner("cpu.im2col_gemm", "default", 2.5);
   packed.quality.spread = -1;  // unknown
   cands[0].quality = {20, 0, -1, true};
-  db.store(kFp, "g1mb1ic64ih56oc64oh56kh3ph1", cands, &one, &packed);
+  db.store(kFp, K("g1mb1ic64ih56oc64oh56kh3ph1"), cands, &one, &packed);
 
-  auto got1 = db.lookup(kFp, "g1mb1ic64ih56oc64oh56kh3ph1", ExecPath::oneshot);
+  auto got1 = db.lookup(kFp, K("g1mb1ic64ih56oc64oh56kh3ph1"), ExecPath::oneshot);
   REQUIRE(got1);
   CHECK(got1->algo_id == "cpu.winograd");
   CHECK(got1->config == "m4");
@@ -264,7 +276,7 @@ TEST_CASE("perfdb: store and lookup round-trip every field, for both execution p
   CHECK(got1->version == "0.0.9");
   require_same(*got1, one);
 
-  auto got2 = db.lookup(kFp, "g1mb1ic64ih56oc64oh56kh3ph1", ExecPath::packed);
+  auto got2 = db.lookup(kFp, K("g1mb1ic64ih56oc64oh56kh3ph1"), ExecPath::packed);
   REQUIRE(got2);
   CHECK(got2->algo_id == "cpu.im2col_gemm");
   CHECK(got2->config == "default");
@@ -274,7 +286,7 @@ TEST_CASE("perfdb: store and lookup round-trip every field, for both execution p
 
   // Reopened (a new connection), every candidate field comes back exactly.
   db = PerfDb::open(path, true);
-  auto back = db.candidates(kFp, "g1mb1ic64ih56oc64oh56kh3ph1");
+  auto back = db.candidates(kFp, K("g1mb1ic64ih56oc64oh56kh3ph1"));
   REQUIRE(back.size() == 4);
   const int order[] = {1, 0, 2, 3};  // by one-shot median, unmeasured last
   for (int i = 0; i < 4; ++i) {
@@ -291,24 +303,24 @@ TEST_CASE("perfdb: lookups are exact on fingerprint, key and path") {
   TempDir dir;
   auto db = PerfDb::open(dir.file("perfdb.sqlite"));
   const PerfWinner w = winner("cpu.direct", "oc8ow6", 3.0);
-  db.store(kFp, "key1", {candidate("cpu.direct", "oc8ow6", 3.0)}, &w, nullptr);
+  db.store(kFp, K("key1"), {candidate("cpu.direct", "oc8ow6", 3.0)}, &w, nullptr);
 
-  CHECK(db.lookup(kFp, "key1"));
-  CHECK_FALSE(db.lookup(kFp2, "key1"));                   // another device
-  CHECK_FALSE(db.lookup(kFp + " ", "key1"));              // no normalisation or prefix match
-  CHECK_FALSE(db.lookup(kFp.substr(0, 10), "key1"));      // no prefix match
-  CHECK_FALSE(db.lookup(kFp, "key10"));                   // another problem
-  CHECK_FALSE(db.lookup(kFp, "key"));                     //
-  CHECK_FALSE(db.lookup(kFp, "key1", ExecPath::packed));  // the other path was never stored
+  CHECK(db.lookup(kFp, K("key1")));
+  CHECK_FALSE(db.lookup(kFp2, K("key1")));                   // another device
+  CHECK_FALSE(db.lookup(kFp + " ", "key1"));                 // no normalisation or prefix match
+  CHECK_FALSE(db.lookup(kFp.substr(0, 10), "key1"));         // no prefix match
+  CHECK_FALSE(db.lookup(kFp, K("key10")));                   // another problem
+  CHECK_FALSE(db.lookup(kFp, K("key")));                     //
+  CHECK_FALSE(db.lookup(kFp, K("key1"), ExecPath::packed));  // the other path was never stored
   CHECK(db.winners(kFp2).empty());
-  CHECK(db.candidates(kFp2, "key1").empty());
-  CHECK(db.candidates(kFp, "key10").empty());
+  CHECK(db.candidates(kFp2, K("key1")).empty());
+  CHECK(db.candidates(kFp, K("key10")).empty());
 
   // A second device's winner for the same key does not disturb the first.
   const PerfWinner w2 = winner("cpu.onednn", "default", 1.0);
-  db.store(kFp2, "key1", {}, &w2, &w2);
-  CHECK(db.lookup(kFp, "key1")->algo_id == "cpu.direct");
-  CHECK(db.lookup(kFp2, "key1")->algo_id == "cpu.onednn");
+  db.store(kFp2, K("key1"), {}, &w2, &w2);
+  CHECK(db.lookup(kFp, K("key1"))->algo_id == "cpu.direct");
+  CHECK(db.lookup(kFp2, K("key1"))->algo_id == "cpu.onednn");
   CHECK(db.winners(kFp).size() == 1);
   CHECK(db.winners(kFp2).size() == 2);
 }
@@ -318,17 +330,18 @@ TEST_CASE("perfdb: storing again replaces the winner and re-measured candidates 
   auto db = PerfDb::open(dir.file("perfdb.sqlite"));
   const PerfWinner a = winner("cpu.direct", "oc8ow6", 3.0);
   const PerfWinner p = winner("cpu.direct", "oc4ow12", 2.0);
-  db.store(kFp, "k", {candidate("cpu.direct", "oc8ow6", 3.0), candidate("cpu.fft", "tile16", 5.0)},
-           &a, &p);
+  db.store(kFp, K("k"),
+           {candidate("cpu.direct", "oc8ow6", 3.0), candidate("cpu.fft", "tile16", 5.0)}, &a, &p);
 
   const PerfWinner b = winner("cpu.winograd", "m2", 1.0);
-  db.store(kFp, "k", {candidate("cpu.direct", "oc8ow6", 4.0), candidate("cpu.winograd", "m2", 1.0)},
-           &b, nullptr);  // no packed winner: the stored one stays
+  db.store(kFp, K("k"),
+           {candidate("cpu.direct", "oc8ow6", 4.0), candidate("cpu.winograd", "m2", 1.0)}, &b,
+           nullptr);  // no packed winner: the stored one stays
 
-  CHECK(db.lookup(kFp, "k")->algo_id == "cpu.winograd");
-  CHECK(db.lookup(kFp, "k")->median_ms == 1.0);
-  CHECK(db.lookup(kFp, "k", ExecPath::packed)->config == "oc4ow12");
-  auto c = db.candidates(kFp, "k");
+  CHECK(db.lookup(kFp, K("k"))->algo_id == "cpu.winograd");
+  CHECK(db.lookup(kFp, K("k"))->median_ms == 1.0);
+  CHECK(db.lookup(kFp, K("k"), ExecPath::packed)->config == "oc4ow12");
+  auto c = db.candidates(kFp, K("k"));
   REQUIRE(c.size() == 3);
   CHECK(c[0].algo_id == "cpu.winograd");
   CHECK(c[1].algo_id == "cpu.direct");
@@ -340,25 +353,27 @@ TEST_CASE("perfdb: storing again replaces the winner and re-measured candidates 
 TEST_CASE("perfdb: candidates() orders by one-shot median, unmeasured last, ties by id") {
   TempDir dir;
   auto db = PerfDb::open(dir.file("perfdb.sqlite"));
-  db.store(kFp, "k",
+  db.store(kFp, K("k"),
            {candidate("z.algo", "c", -1, "failed"), candidate("b.algo", "c2", 2.0),
             candidate("b.algo", "c1", 2.0), candidate("a.algo", "c", 7.5),
             candidate("a.algo", "d", 0.125), candidate("c.algo", "c", -1, "skipped")},
            nullptr, nullptr);
   std::vector<std::string> got;
-  for (const auto& c : db.candidates(kFp, "k")) got.push_back(c.algo_id + "/" + c.config);
+  for (const auto& c : db.candidates(kFp, K("k"))) got.push_back(c.algo_id + "/" + c.config);
   CHECK(got == std::vector<std::string>{"a.algo/d", "b.algo/c1", "b.algo/c2", "a.algo/c",
                                         "c.algo/c", "z.algo/c"});
-  CHECK_FALSE(db.lookup(kFp, "k"));  // candidates alone store no winner
+  CHECK_FALSE(db.lookup(kFp, K("k")));  // candidates alone store no winner
 }
 
 TEST_CASE("perfdb: winners() lists every key and path of one fingerprint, ordered") {
   TempDir dir;
   auto db = PerfDb::open(dir.file("perfdb.sqlite"));
-  for (const std::string key : {"mb2_k", "mb1_k", "mb3_k"}) {
+  const std::string k1 = problem_key(1), k2 = problem_key(2), k3 = problem_key(3);
+  REQUIRE((k1 < k2 && k2 < k3));
+  for (const std::string& key : {k2, k1, k3}) {
     const PerfWinner w = winner("cpu.direct", key, 1.0);
-    db.store(kFp, key, {}, &w, key == "mb3_k" ? nullptr : &w);
-    db.store(kFp2, key + "_other", {}, &w, nullptr);
+    db.store(kFp, key, {}, &w, key == k3 ? nullptr : &w);
+    db.store(kFp2, K(key + "_other"), {}, &w, nullptr);
   }
   auto list = db.winners(kFp);
   REQUIRE(list.size() == 5);
@@ -367,8 +382,8 @@ TEST_CASE("perfdb: winners() lists every key and path of one fingerprint, ordere
     got.push_back(e.key + ":" + conv::to_string(e.path));
     CHECK(e.winner.config == e.key);
   }
-  CHECK(got == std::vector<std::string>{"mb1_k:oneshot", "mb1_k:packed", "mb2_k:oneshot",
-                                        "mb2_k:packed", "mb3_k:oneshot"});
+  CHECK(got == std::vector<std::string>{k1 + ":oneshot", k1 + ":packed", k2 + ":oneshot",
+                                        k2 + ":packed", k3 + ":oneshot"});
   CHECK(db.winners("no such device").empty());
 }
 
@@ -433,17 +448,17 @@ TEST_CASE("perfdb: an empty (0-byte) file is a new, empty database") {
   write_bytes(path, "");
   {
     auto ro = PerfDb::open(path, true);  // nothing to read, nothing written
-    CHECK_FALSE(ro.lookup(kFp, "k"));
+    CHECK_FALSE(ro.lookup(kFp, K("k")));
     CHECK(ro.winners(kFp).empty());
-    CHECK(ro.candidates(kFp, "k").empty());
+    CHECK(ro.candidates(kFp, K("k")).empty());
     const PerfWinner w = winner("cpu.direct", "c", 1.0);
-    require_error([&] { ro.store(kFp, "k", {}, &w, nullptr); }, {"read-only"});
+    require_error([&] { ro.store(kFp, K("k"), {}, &w, nullptr); }, {"read-only"});
   }
   CHECK(fs::file_size(path) == 0);
   auto db = PerfDb::open(path);
   const PerfWinner w = winner("cpu.direct", "c", 1.0);
-  db.store(kFp, "k", {}, &w, nullptr);
-  CHECK(db.lookup(kFp, "k"));
+  db.store(kFp, K("k"), {}, &w, nullptr);
+  CHECK(db.lookup(kFp, K("k")));
 }
 
 TEST_CASE("perfdb: files that are not convtune perf databases are refused clearly") {
@@ -464,7 +479,7 @@ TEST_CASE("perfdb: files that are not convtune perf databases are refused clearl
     for (int i = 0; i < 40; ++i) cands.push_back(candidate("cpu.algo" + std::to_string(i), "c", i));
     for (int k = 0; k < 40; ++k) {
       const PerfWinner w = winner("cpu.algo1", "c", 1.0);
-      db.store(kFp, "key" + std::to_string(k), cands, &w, &w);
+      db.store(kFp, K("key" + std::to_string(k)), cands, &w, &w);
     }
   }
   const std::string good_bytes = read_bytes(good);
@@ -548,7 +563,7 @@ TEST_CASE("perfdb: a file of a newer schema version is refused, with both versio
   {
     auto db = PerfDb::open(path);
     const PerfWinner w = winner("cpu.direct", "c", 1.0);
-    db.store(kFp, "k", {}, &w, nullptr);
+    db.store(kFp, K("k"), {}, &w, nullptr);
   }
   RawDb(path).exec("PRAGMA user_version = 99");
   const std::string msg = "written by a newer convtune (schema 99, this build reads up to " +
@@ -571,7 +586,7 @@ TEST_CASE("perfdb: migrations run in order, once, all or nothing") {
   {
     auto db = PerfDb::open(path);
     const PerfWinner w = winner("cpu.direct", "c", 1.0);
-    db.store(kFp, "k", {candidate("cpu.direct", "c", 1.0)}, &w, nullptr);
+    db.store(kFp, K("k"), {candidate("cpu.direct", "c", 1.0)}, &w, nullptr);
   }
   std::vector<Migration> later = real;
   const int next = PerfDb::schema_version() + 1;
@@ -615,10 +630,10 @@ TEST_CASE("perfdb: migrations run in order, once, all or nothing") {
   {
     auto db = PerfDb::open(path0);
     const PerfWinner w = winner("cpu.direct", "c", 1.0);
-    db.store(kFp, "k", {}, &w, nullptr);
+    db.store(kFp, K("k"), {}, &w, nullptr);
   }
   CHECK(RawDb(path0).value("PRAGMA user_version") == std::to_string(PerfDb::schema_version()));
-  CHECK(PerfDb::open(path0, true).lookup(kFp, "k"));
+  CHECK(PerfDb::open(path0, true).lookup(kFp, K("k")));
 }
 
 TEST_CASE("perfdb: schema-1 files (no measurement quality) stay readable, mergeable, migratable") {
@@ -765,17 +780,17 @@ TEST_CASE("perfdb: read-only opens look up but never write") {
   TempDir dir;
   const std::string path = dir.file("ro.sqlite");
   const PerfWinner w = winner("cpu.direct", "c", 1.0);
-  { PerfDb::open(path).store(kFp, "k", {candidate("cpu.direct", "c", 1.0)}, &w, nullptr); }
+  { PerfDb::open(path).store(kFp, K("k"), {candidate("cpu.direct", "c", 1.0)}, &w, nullptr); }
   const std::string before = read_bytes(path);
   fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
 
   auto db = PerfDb::open(path, true);
   CHECK(db.read_only());
-  CHECK(db.lookup(kFp, "k")->algo_id == "cpu.direct");
-  CHECK(db.candidates(kFp, "k").size() == 1);
-  require_error([&] { db.store(kFp, "k2", {}, &w, nullptr); },
+  CHECK(db.lookup(kFp, K("k"))->algo_id == "cpu.direct");
+  CHECK(db.candidates(kFp, K("k")).size() == 1);
+  require_error([&] { db.store(kFp, K("k2"), {}, &w, nullptr); },
                 {"perfdb: " + path + ": store: the database was opened read-only"});
-  CHECK_FALSE(db.lookup(kFp, "k2"));
+  CHECK_FALSE(db.lookup(kFp, K("k2")));
   CHECK(read_bytes(path) == before);
 
   require_error([&] { PerfDb::open(dir.file("missing.sqlite"), true); },
@@ -789,7 +804,7 @@ TEST_CASE("perfdb: file permissions (checked as an unprivileged user)") {
   // URI-special characters: the read-only-directory fallback opens the file through a URI.
   const std::string path = dir.file("perm db?mode=rw#1%20.sqlite");
   const PerfWinner w = winner("cpu.direct", "c", 1.0);
-  { PerfDb::open(path).store(kFp, "k", {}, &w, nullptr); }
+  { PerfDb::open(path).store(kFp, K("k"), {}, &w, nullptr); }
   const auto r = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
   const auto rx = r | fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec;
   fs::permissions(path, r);
@@ -807,7 +822,7 @@ TEST_CASE("perfdb: file permissions (checked as an unprivileged user)") {
   };
   auto checks = [&] {
     auto db = PerfDb::open(path, true);
-    if (!db.lookup(kFp, "k")) return 1;
+    if (!db.lookup(kFp, K("k"))) return 1;
     try {
       PerfDb::open(path);  // writer open of a file we may not write
       return 2;
@@ -849,9 +864,9 @@ TEST_CASE("perfdb: a relative path starting with \"file:\" is a file name, not a
   fs::current_path(dir.path());
   try {
     const PerfWinner w = winner("cpu.direct", "c", 1.0);
-    PerfDb::open("file:odd?mode=ro.sqlite").store(kFp, "k", {}, &w, nullptr);
+    PerfDb::open("file:odd?mode=ro.sqlite").store(kFp, K("k"), {}, &w, nullptr);
     CHECK(fs::exists(dir.path() / "file:odd?mode=ro.sqlite"));
-    CHECK(PerfDb::open("file:odd?mode=ro.sqlite", true).lookup(kFp, "k"));
+    CHECK(PerfDb::open("file:odd?mode=ro.sqlite", true).lookup(kFp, K("k")));
   } catch (...) {
     fs::current_path(cwd);
     throw;
@@ -866,19 +881,41 @@ TEST_CASE("perfdb: bad arguments and moved-from objects throw conv::Error") {
   const PerfWinner nameless = winner("", "c", 1.0);
   require_error([&] { db.store("", "k", {}, &w, nullptr); }, {"fingerprint"});
   require_error([&] { db.store(kFp, "", {}, &w, nullptr); }, {"key"});
+  // What the readers would refuse is not written (it was, and then check, merge and export
+  // refused the file): a key that is no problem's canonical key, an "ok" candidate without a
+  // time, times out of order, a control character in the fingerprint.
+  PerfCandidate untimed = candidate("cpu.direct", "c", 1.0), unordered = untimed;
+  untimed.median_ms = -1;
+  unordered.min_ms = 2.0;
+  PerfWinner slow_min = w;
+  slow_min.min_ms = 2 * w.median_ms + 1;
+  require_error([&] { db.store(kFp, "k", {}, &w, nullptr); },
+                {"PerfDb::store: key: not the key of a problem"});
+  require_error([&] { db.store(kFp, "mb1ic3ih8oc4kh3", {}, &w, nullptr); },
+                {"PerfDb::store: key: not the canonical key"});
+  require_error([&] { db.store(kFp, K("k"), {untimed}, &w, nullptr); },
+                {"PerfDb::store: candidates[0].median_ms: an ok candidate has a time"});
+  require_error([&] { db.store(kFp, K("k"), {unordered}, &w, nullptr); },
+                {"PerfDb::store: candidates[0]: expected min_ms <= median_ms <= max_ms"});
+  require_error([&] { db.store(kFp, K("k"), {}, nullptr, &slow_min); },
+                {"PerfDb::store: packed_winner.min_ms"});
+  require_error([&] { db.store("cpu|\n|x", K("k"), {}, &w, nullptr); },
+                {"PerfDb::store: fingerprint: control character"});
+  CHECK_FALSE(db.lookup(kFp, K("k")));
+  CHECK(db.candidates(kFp, K("k")).empty());
   require_error(
       [&] {
-        db.store(kFp, "k", {candidate("x", "c", 1), candidate("", "c", 1)}, &w, nullptr);
+        db.store(kFp, K("k"), {candidate("x", "c", 1), candidate("", "c", 1)}, &w, nullptr);
       },
       {"candidates[1].algo_id"});
-  require_error([&] { db.store(kFp, "k", {}, nullptr, &nameless); }, {"packed_winner.algo_id"});
+  require_error([&] { db.store(kFp, K("k"), {}, nullptr, &nameless); }, {"packed_winner.algo_id"});
   CHECK(db.winners(kFp).empty());  // nothing half-stored
   require_error([] { PerfDb::open(""); }, {"path"});
 
   PerfDb moved = std::move(db);
-  moved.store(kFp, "k", {}, &w, nullptr);
-  CHECK(moved.lookup(kFp, "k"));
-  require_error([&] { db.lookup(kFp, "k"); }, {"moved"});  // NOLINT(bugprone-use-after-move)
+  moved.store(kFp, K("k"), {}, &w, nullptr);
+  CHECK(moved.lookup(kFp, K("k")));
+  require_error([&] { db.lookup(kFp, K("k")); }, {"moved"});  // NOLINT(bugprone-use-after-move)
 }
 
 TEST_CASE("perfdb: default_path follows CONVTUNE_PERFDB, XDG_CACHE_HOME, HOME") {
@@ -931,7 +968,7 @@ TEST_CASE("perfdb: processes writing one file at once all succeed and lose nothi
         std::optional<PerfDb> db;
         for (int k = 0; k < kKeys; ++k) {
           if (!db || (wi % 2 && k % 10 == 0)) db.emplace(PerfDb::open(path));
-          const std::string key = "w" + std::to_string(wi) + "_k" + std::to_string(k);
+          const std::string key = K("w" + std::to_string(wi) + "_k" + std::to_string(k));
           std::vector<PerfCandidate> cands;
           for (int c2 = 0; c2 < kCands; ++c2)
             cands.push_back(candidate("cpu.a" + std::to_string(c2), "c", k + c2));
@@ -967,10 +1004,10 @@ TEST_CASE("perfdb: processes writing one file at once all succeed and lose nothi
   for (const auto& e : all) keys.insert(e.key);
   for (int wi = 0; wi < kWriters; ++wi)
     for (int k = 0; k < kKeys; ++k) {
-      const std::string key = "w" + std::to_string(wi) + "_k" + std::to_string(k);
+      const std::string key = K("w" + std::to_string(wi) + "_k" + std::to_string(k));
       if (!keys.count(key)) FAIL_CHECK("missing " << key);
     }
-  CHECK(db.candidates(kFp, "w3_k199").size() == static_cast<size_t>(kCands));
+  CHECK(db.candidates(kFp, K("w3_k199")).size() == static_cast<size_t>(kCands));
   CHECK(RawDb(path).value("PRAGMA integrity_check") == "ok");
 }
 
@@ -994,7 +1031,7 @@ TEST_CASE("perfdb: a writer killed mid-way leaves every committed row and a soun
           cands.push_back(candidate("cpu.a" + std::to_string(c), "c", c));
         for (int i = kill_after * 1000;; ++i) {
           const PerfWinner w = winner("cpu.a0", "c", i);
-          db.store(kFp, "k" + std::to_string(i), cands, &w, &w);
+          db.store(kFp, K("k" + std::to_string(i)), cands, &w, &w);
           if (write(fds[1], &i, sizeof i) != sizeof i) _exit(3);  // reported only once committed
         }
       } catch (const std::exception& e) {
@@ -1026,7 +1063,7 @@ TEST_CASE("perfdb: a writer killed mid-way leaves every committed row and a soun
       std::set<std::string> keys;
       for (const auto& e : all) keys.insert(e.key);
       for (const int k : committed_total)
-        if (!keys.count("k" + std::to_string(k))) FAIL_CHECK("committed row k" << k << " lost");
+        if (!keys.count(K("k" + std::to_string(k)))) FAIL_CHECK("committed row k" << k << " lost");
       // Each store is atomic: every stored key has both winners and all 60 candidates.
       CHECK(all.size() == 2 * keys.size());
       CHECK(keys.size() <= committed_total.size() + 3);  // at most one in flight per round

@@ -105,8 +105,13 @@ class PerfDb {
   /// Stores, in one transaction, all measured candidates of (fingerprint, key) (replacing the
   /// earlier measurements of the same (algo_id, config); other candidates stay) and the winner for
   /// each path given, replacing that path's earlier winner. A null winner pointer leaves that
-  /// path's stored winner as it was. Throws conv::Error when the database was opened read-only, or
-  /// when fingerprint, key or an algo_id is empty (the message names the field).
+  /// path's stored winner as it was. `key` is ConvProblem::key() of the problem; a winner's
+  /// name is stored with control characters as '_'. Throws conv::Error ("PerfDb::store: <field>:
+  /// ...") when the database was opened read-only, when fingerprint, key or an algo_id is empty,
+  /// the key is not a problem's canonical key, the fingerprint holds a control character, a
+  /// status is not ok/rejected/failed/skipped, an "ok" candidate has no median_ms, a time is not
+  /// finite, or min_ms <= median_ms <= max_ms does not hold where known: rows the readers would
+  /// refuse are not written.
   void store(const std::string& fingerprint, const std::string& key,
              const std::vector<PerfCandidate>& candidates, const PerfWinner* oneshot_winner,
              const PerfWinner* packed_winner);
