@@ -18,8 +18,8 @@
 #include <system_error>
 #include <tuple>
 
-#include "conv/problem.hpp"
 #include "iso_date.hpp"
+#include "perf_rows.hpp"
 #include "quoted.hpp"
 #include "schema.hpp"
 #include "sqlite_stmt.hpp"
@@ -212,36 +212,25 @@ std::string bad_text(const Stmt& s, int col, const char* name, bool non_empty) {
   return "";
 }
 
-// Text printed one row per line (a layer name into batch files, a fingerprint into tables): no
-// control characters, as `autotune db import` and the descriptor parser refuse them.
+// The rules of perf_rows.hpp on a column (NULL times are unknown).
 std::string bad_label(const Stmt& s, int col, const char* name, bool non_empty) {
   if (std::string bad = bad_text(s, col, name, non_empty); !bad.empty()) return bad;
-  const std::string t = s.text(col);
-  if (std::any_of(t.begin(), t.end(), is_control))
-    return std::string(name) + ": control character (not allowed in names and fingerprints)";
-  return "";
+  const std::string why = perf_rows::label_problem(s.text(col));
+  return why.empty() ? why : std::string(name) + ": " + why;
 }
 
-// A key exactly as ConvProblem::key() writes it: a row under any other text is never looked up.
 std::string bad_key(const Stmt& s, int col) {
   if (std::string bad = bad_text(s, col, "key", true); !bad.empty()) return bad;
-  const std::string k = s.text(col);
-  try {
-    if (parse_descriptor(k).key() == k) return "";
-  } catch (const Error& e) {
-    return std::string("key: ") + e.what();
-  }
-  return "key: not the canonical key of a problem";
+  const std::string why = perf_rows::key_problem(s.text(col));
+  return why.empty() ? why : "key: " + why;
 }
 
-// min <= median <= max where known (NULL = unknown): a row otherwise contradicts itself.
 std::string bad_order(const Stmt& s, int min_col, int median_col, int max_col) {
-  const double lo = s.real_opt(min_col), mid = s.real_opt(median_col);
-  const double hi = max_col < 0 ? -1 : s.real_opt(max_col);
-  if ((lo >= 0 && mid >= 0 && lo > mid) || (hi >= 0 && mid >= 0 && mid > hi))
-    return max_col < 0 ? "min_ms, median_ms: expected min_ms <= median_ms"
-                       : "min_ms, median_ms, max_ms: expected min_ms <= median_ms <= max_ms";
-  return "";
+  if (perf_rows::times_ordered(s.real_opt(min_col), s.real_opt(median_col),
+                               max_col < 0 ? -1 : s.real_opt(max_col)))
+    return "";
+  return max_col < 0 ? "min_ms, median_ms: expected min_ms <= median_ms"
+                     : "min_ms, median_ms, max_ms: expected min_ms <= median_ms <= max_ms";
 }
 
 // `infinite`: an error measured on a non-finite output is +infinity (ref::compare).
@@ -280,13 +269,6 @@ std::string storable_message(const std::string& m) {
     }
   }
   return out;
-}
-
-// A layer name as stored: control characters (which ConvProblem allows, and which would end a
-// line of `show` or of a batch file) as '_', as model imports and to_descriptor() write them.
-std::string printable_name(std::string name) {
-  std::replace_if(name.begin(), name.end(), is_control, '_');
-  return name;
 }
 
 std::string bad_date(const Stmt& s, int col) {
@@ -341,8 +323,7 @@ std::string candidate_columns(int version) {
 // The first problem of a row in candidate_from's columns, or "".
 std::string bad_candidate(const Stmt& s, int col) {
   const std::string status = s.type(col + 2) == SQLITE_TEXT ? s.text(col + 2) : "";
-  if (status != "ok" && status != "rejected" && status != "failed" && status != "skipped")
-    return "status: expected ok, rejected, failed or skipped";
+  if (!perf_rows::known_status(status)) return "status: expected ok, rejected, failed or skipped";
   for (std::string bad :
        {bad_text(s, col, "algo", true), bad_text(s, col + 1, "config", false),
         bad_number(s, col + 3, "median_ms", true), bad_number(s, col + 4, "min_ms", true),
@@ -540,29 +521,22 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
   const auto fail = [](const std::string& field, const std::string& what) {
     throw Error("PerfDb::store: " + field + ": " + what);
   };
-  if (std::any_of(fingerprint.begin(), fingerprint.end(), is_control))
-    fail("fingerprint", "control character");
-  try {
-    if (parse_descriptor(key).key() != key) fail("key", "not the canonical key of a problem");
-  } catch (const Error& e) {
-    if (std::string(e.what()).rfind("PerfDb::store", 0) == 0) throw;
-    fail("key", std::string("not the key of a problem: ") + e.what());
-  }
+  if (std::string why = perf_rows::label_problem(fingerprint); !why.empty())
+    fail("fingerprint", why);
+  if (std::string why = perf_rows::key_problem(key); !why.empty())
+    fail("key", why == perf_rows::kNotCanonicalKey ? why : "not the key of a problem: " + why);
   const auto time_ok = [](double ms) { return ms < 0 || std::isfinite(ms); };  // -1: unknown
-  const auto ordered = [](double lo, double mid, double hi) {
-    return !(lo >= 0 && mid >= 0 && lo > mid) && !(hi >= 0 && mid >= 0 && mid > hi);
-  };
   for (size_t i = 0; i < candidates.size(); ++i) {
     const PerfCandidate& r = candidates[i];
     const std::string at = "candidates[" + std::to_string(i) + "]";
-    if (r.status != "ok" && r.status != "rejected" && r.status != "failed" && r.status != "skipped")
+    if (!perf_rows::known_status(r.status))
       fail(at + ".status",
            "expected ok, rejected, failed or skipped, got " + quoted_head(r.status));
     if (r.status == "ok" && !(r.median_ms >= 0))
       fail(at + ".median_ms", "an ok candidate has a time");
     for (const double ms : {r.median_ms, r.min_ms, r.max_ms, r.packed_median_ms, r.packed_min_ms})
       if (!time_ok(ms)) fail(at, "times must be finite (-1: not measured)");
-    if (!ordered(r.min_ms, r.median_ms, r.max_ms))
+    if (!perf_rows::times_ordered(r.min_ms, r.median_ms, r.max_ms))
       fail(at, "expected min_ms <= median_ms <= max_ms");
   }
   for (const PerfWinner* w : {oneshot_winner, packed_winner}) {
@@ -570,7 +544,7 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
     const std::string at = w == oneshot_winner ? "oneshot_winner" : "packed_winner";
     if (!(w->median_ms >= 0) || !std::isfinite(w->median_ms))
       fail(at + ".median_ms", "expected a finite time >= 0");
-    if (!time_ok(w->min_ms) || !ordered(w->min_ms, w->median_ms, -1))
+    if (!time_ok(w->min_ms) || !perf_rows::times_ordered(w->min_ms, w->median_ms))
       fail(at + ".min_ms", "expected -1 (unknown) or a time <= median_ms");
   }
   sqlite3* c = conn();
@@ -612,7 +586,9 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
       win.bind(8, w->version.empty() ? std::string(CONVTUNE_VERSION) : w->version);
       win.bind_opt(9, w->min_ms);
       bind_quality(win, 10, w->quality);
-      win.bind(14, printable_name(w->name));
+      // ConvProblem allows control characters in names; stored, they would end a line of
+      // `show` or of a batch file.
+      win.bind(14, underscore_controls(w->name));
       win.run();
       win.reset();
     }

@@ -343,10 +343,10 @@ std::string to_descriptor(const ConvProblem& p) {
   if (w && p.dilation_w != 1) s << "dw" << p.dilation_w - 1;
   if (!p.name.empty()) {
     s << "n\"";
-    for (char c : p.name) {
+    // As model imports do: a control character set through the API would end the line.
+    for (char c : underscore_controls(p.name)) {
       if (c == '"' || c == '\\') s << '\\';
-      // As model imports do: a control character set through the API would end the line.
-      s << (is_control(c) ? '_' : c);
+      s << c;
     }
     s << '"';
   }

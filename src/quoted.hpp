@@ -1,6 +1,7 @@
 // Quoting user text into error messages.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -60,6 +61,13 @@ inline std::string quoted(std::string_view s) {
     }
   }
   return out + "\"";
+}
+
+/// `s` with each control character as '_': a layer name that prints on one line (model imports,
+/// descriptors and the perf database write names so).
+inline std::string underscore_controls(std::string s) {
+  std::replace_if(s.begin(), s.end(), is_control, '_');
+  return s;
 }
 
 /// quoted() of `s` when it has at most `max` bytes; else of its first `max` bytes (back to the

@@ -9,6 +9,7 @@
 
 #include "iso_date.hpp"
 #include "options.hpp"
+#include "perf_rows.hpp"
 #include "quoted.hpp"
 #include "regular_file.hpp"
 #include "report.hpp"
@@ -132,12 +133,8 @@ struct Reader {
   // never be looked up, and "mb0" is no convolution at all.
   std::string key(const Json& o, const std::string& where) const {
     std::string k = text(o, where, "key");
-    std::string why = "not the canonical key of a problem";
-    try {
-      if (conv::parse_descriptor(k).key() == k) return k;
-    } catch (const conv::Error& e) {
-      why = e.what();
-    }
+    const std::string why = conv::perf_rows::key_problem(k);
+    if (why.empty()) return k;
     fail(where + ".key", why + " (expected e.g. " + conv::ConvProblem{}.key() + ")");
   }
   // A non-negative finite number, or null for "unknown" (-1) where `nullable`.
@@ -183,15 +180,13 @@ struct Reader {
   std::string label(const Json& o, const std::string& where, const char* field,
                     bool non_empty) const {
     std::string t = text(o, where, field, non_empty);
-    for (char c : t)
-      if (conv::is_control(c))
-        fail(where + "." + field, "control character (not allowed in names and fingerprints)");
+    if (const std::string why = conv::perf_rows::label_problem(t); !why.empty())
+      fail(where + "." + field, why);
     return t;
   }
   // min <= median <= max where known: a row otherwise contradicts itself.
   void ordered(const std::string& where, double min_ms, double median_ms, double max_ms) const {
-    if ((min_ms >= 0 && median_ms >= 0 && min_ms > median_ms) ||
-        (max_ms >= 0 && median_ms >= 0 && median_ms > max_ms))
+    if (!conv::perf_rows::times_ordered(min_ms, median_ms, max_ms))
       fail(where, "expected min_ms <= median_ms <= max_ms");
   }
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
@@ -271,7 +266,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     c.config = r.text(o, w, "config", false);
     c.algo_version = r.text(o, w, "algo_version", false);
     c.status = r.text(o, w, "status");
-    if (c.status != "ok" && c.status != "rejected" && c.status != "failed" && c.status != "skipped")
+    if (!conv::perf_rows::known_status(c.status))
       r.fail(w + ".status", "expected ok, rejected, failed or skipped");
     c.median_ms = r.num(o, w, "median_ms");
     // The tuner reuses an "ok" row's times instead of measuring: without one it has none.

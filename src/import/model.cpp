@@ -17,11 +17,9 @@ void Source::fail(const std::string& what) const {
 }
 
 ConvProblem checked(const Source& src, const std::string& where, ConvProblem p) {
-  p.name = src.net + ":" + where;
   // Control characters would reach `autotune layers` output raw, and the descriptor printer
   // escapes only `"` and `\`, so a name like "c\n1" could not be read back by --batch.
-  for (char& c : p.name)
-    if (is_control(c)) c = '_';
+  p.name = underscore_controls(src.net + ":" + where);
   try {
     p.validate();
   } catch (const Error& e) {

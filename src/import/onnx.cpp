@@ -103,22 +103,17 @@ void apply_inputs(const Source& src, onnx::GraphProto& graph, const InputShapes&
 void check_graph(const Source& src, const onnx::GraphProto& graph) {
   // ONNX graphs are single-assignment: with two producers of one tensor, which shape a Conv
   // reads would be the importer's guess.
-  std::unordered_map<std::string, const onnx::NodeProto*> producer;
-  std::unordered_map<std::string, const char*> given;  // tensors no node may write
-  for (const auto& in : graph.input()) given.emplace(in.name(), "a graph input");
-  for (const auto& t : graph.initializer()) given.emplace(t.name(), "an initializer");
-  for (const auto& node : graph.node())
-    for (const auto& out : node.output())
-      if (const auto it = given.find(out); !out.empty() && it != given.end())
-        NodeRef(src, node).fail("output \"" + out + "\": also " + it->second +
-                                " (a tensor has one producer)");
-  for (const auto& node : graph.node())
+  std::unordered_map<std::string, std::string> producer;  // tensor -> what gives it
+  for (const auto& in : graph.input()) producer.emplace(in.name(), "a graph input");
+  for (const auto& t : graph.initializer()) producer.emplace(t.name(), "an initializer");
+  for (const auto& node : graph.node()) {
+    const NodeRef at(src, node);
     for (const auto& out : node.output())
       if (!out.empty())
-        if (const auto [it, fresh] = producer.emplace(out, &node); !fresh)
-          NodeRef(src, node).fail("output \"" + out + "\": also written by node \"" +
-                                  NodeRef(src, *it->second).name +
-                                  "\" (a tensor has one producer)");
+        if (const auto [it, fresh] = producer.emplace(out, "written by node \"" + at.name + "\"");
+            !fresh)
+          at.fail("output \"" + out + "\": also " + it->second + " (a tensor has one producer)");
+  }
   for (const auto& node : graph.node()) {
     if (!onnx_import::is_onnx_op(node, "Conv")) continue;
     const NodeRef at(src, node);
