@@ -465,7 +465,8 @@ TEST_CASE("cpu.direct_kvec: nChw8c views, every block size, 1 to 5 threads") {
   // The nChw8c copy of the stride-phase view (8x8 transposes, scalar edges and padding, row
   // bands per thread) and the kernels summing blocks of 8 channels per tap: strides 2 and 4, and
   // different per dimension, asymmetric and large padding, dilation, rows narrower than a
-  // transpose, groups of 8 and 16 channels, K tails, AVX2 reduction chunks (208 channels), wide
+  // transpose, groups of 8 and 16 channels, K tails, AVX2 reduction chunks (400 channels of a 5x5
+  // kernel: several chunks below 1 MiB of L2 per core), taps past a multiple of 8, wide
   // and rows modes, batch 2; packed and one-shot weights.
   const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct_kvec");
   const std::vector<std::string> descriptors = {
@@ -475,7 +476,7 @@ TEST_CASE("cpu.direct_kvec: nChw8c views, every block size, 1 to 5 threads") {
       "mb1ic8ih31iw6oc16kh3kw3sh2sw1ph3pw3n\"nchw8c:sh2_narrow_pad3\"",
       "mb1ic16ih25iw25oc32kh3kw3sh2sw2ph2pw2dh1dw1n\"nchw8c:dilated\"",
       "g2mb1ic32ih15iw15oc48kh3kw3sh2sw2ph1pw1n\"nchw8c:grouped\"",
-      "mb1ic208ih14iw14oc40kh3kw3sh2sw2ph1pw1n\"nchw8c:chunks\"",
+      "mb1ic400ih14iw14oc40kh5kw5sh2sw2ph2pw2n\"nchw8c:chunks\"",
   };
   std::vector<std::string> names = {"oc8_nchw8c", "oc16_nchw8c", "oc24_nchw8c", "oc32_nchw8c"};
   if (conv::cpu_isa() == conv::CpuIsa::avx512)

@@ -165,8 +165,16 @@ Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
   // kvec_forward).
   const int64_t T = p.R * p.S;
   l.chunk = c.zmm || c.whole ? p.Cg() : std::clamp<int64_t>(kChunkFloats / (T * l.kbl), 1, p.Cg());
-  // nChw8c views sum whole blocks of 8 channels, in nested loops.
-  if (c.nchw8c) l.chunk = std::max<int64_t>(8, l.chunk / 8 * 8);
+  // nChw8c views sum whole blocks of 8 channels, in nested loops, in equal chunks whose weights
+  // fill at most a quarter of the L2: a kernel call of one block of 8 channels is too short for
+  // its partial sums' reload and store (2 threads, Zen 3, alternating processes: resnet50
+  // res4_3x3_s2 `oc32_nchw8c` 1.53-1.56 ms with 8 channels, 1.43-1.45 with 64 or 128, 1.46 with
+  // all 256; res3_3x3_s2 1.46-1.47 -> 1.39-1.40; oneDNN 1.42 and 1.41).
+  if (c.nchw8c && !c.zmm) {
+    const int64_t most = std::max<int64_t>(1, l2_cache_bytes() / 4 / (4 * T * l.kbl) / 8);
+    const int64_t blocks = p.Cg() / 8, n = ceil_div(blocks, most);
+    l.chunk = 8 * ceil_div(blocks, n);
+  }
   l.n_steps = c.nchw8c ? 0 : step_table_entries(l.g, l.chunk);
   return l;
 }
@@ -187,7 +195,8 @@ void pack_columns(const ConvProblem& p, const Layout& l, const float* w, int64_t
                   int64_t n, float* dst) {
   const int64_t grp = gkb / l.nkb, k0 = gkb % l.nkb * l.kbl, CT = p.Cg() * p.R * p.S;
   const int rows = static_cast<int>(std::min(l.kbl, p.Kg() - k0));
-  kvec_pack_avx2(w + (grp * p.Kg() + k0) * CT + col0, CT, rows, n, static_cast<int>(l.kbl), dst);
+  kvec_pack_avx2(w + (grp * p.Kg() + k0) * CT + col0, CT, rows, n, static_cast<int>(l.kbl), dst,
+                 l.kbl);
 }
 
 // Packs output-channel block gkb = (grp, kb) of KCRS weights into dst (C/g*R*S*kbl floats).
@@ -196,24 +205,14 @@ void pack_block(const ConvProblem& p, const Layout& l, const float* w, int64_t g
   const int64_t k0 = kb * l.kbl;
   const int rows = static_cast<int>(std::min(l.kbl, p.Kg() - k0));
   if (l.g.cblock > 1) {
-    // nChw8c: columns (channel block, tap, channel): each row's (channel, tap) columns of a block
-    // of 8 channels and up to 16 taps reordered into a small table, which the 8x8 transposes pack
-    // as the planar order's columns.
-    constexpr int64_t kTaps = 16;
-    alignas(64) float table[64 * 8 * kTaps];
+    // nChw8c: columns (channel block, tap, channel): channel i's taps, contiguous in KCRS, go to
+    // every 8th column (a scalar reorder into a table before the transposes took 7% of resnet50
+    // res4_3x3_s2 `oc32_nchw8c` one-shot, 2 threads, Zen 3).
     const int64_t T = p.R * p.S;
     const float* src = w + (grp * p.Kg() + k0) * CT;
-    for (int64_t cb = 0; cb < p.Cg() / 8; ++cb)
-      for (int64_t t0 = 0; t0 < T; t0 += kTaps) {
-        const int64_t nt = std::min(kTaps, T - t0);
-        for (int r = 0; r < rows; ++r) {
-          const float* s = src + r * CT + cb * 8 * T + t0;
-          for (int64_t i = 0; i < 8; ++i)
-            for (int64_t t = 0; t < nt; ++t) table[r * 8 * kTaps + t * 8 + i] = s[i * T + t];
-        }
-        kvec_pack_avx2(table, 8 * kTaps, rows, 8 * nt, static_cast<int>(l.kbl),
-                       dst + (cb * T + t0) * 8 * l.kbl);
-      }
+    for (int64_t c = 0; c < p.Cg(); ++c)
+      kvec_pack_avx2(src + c * T, CT, rows, T, static_cast<int>(l.kbl),
+                     dst + ((c / 8 * T) * 8 + c % 8) * l.kbl, 8 * l.kbl);
     return;
   }
   pack_columns(p, l, w, gkb, 0, CT, dst);
@@ -484,7 +483,9 @@ class DirectKvec final : public Algorithm {
   // 8: "_nchw8c" configs (the other configs' sums unchanged).
   // 9: the step-table loop runs two steps per iteration (same sums).
   // 10: one-shot AVX2 tasks of a whole block pack its weights chunk by chunk (same sums).
-  std::string version() const override { return "10"; }
+  // 11: AVX2 "_nchw8c" chunks of up to a quarter of the L2; nChw8c packing without a scalar
+  // reorder (same sums).
+  std::string version() const override { return "11"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 

@@ -84,9 +84,10 @@ void kvec_store_avx2(const float* tile, int64_t n, int lanes, int64_t slab, int 
                      int64_t y_stride);
 
 /// Packs `rows` (<= kbl) rows of `cols` floats (row r at src + r*src_stride) transposed into
-/// dst[col * kbl + r], zero for rows >= `rows` (AVX 4x4 transposes within 128-bit lanes, eight
-/// whole destination rows at a time; kbl a multiple of 8; needs AVX2).
+/// dst[col * dst_stride + r] for r < kbl, zero for rows >= `rows` (AVX 4x4 transposes within
+/// 128-bit lanes, eight whole destination rows at a time; kbl a multiple of 8, dst_stride >= kbl;
+/// needs AVX2).
 void kvec_pack_avx2(const float* src, int64_t src_stride, int rows, int64_t cols, int kbl,
-                    float* dst);
+                    float* dst, int64_t dst_stride);
 
 }  // namespace conv::kernels::direct
