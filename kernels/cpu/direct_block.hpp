@@ -75,21 +75,29 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r) {
   if constexpr (ONE_TAP) {
     // 1x1: the step is one channel; index registers instead of NV+OC pointer bumps per step.
     int64_t xo = 0, wo = 0;
-    // Long reductions run four steps per iteration (2 threads, Zen 3, alternating processes:
-    // resnet50 res2_1x1c oc6ow16 0.595-0.599 -> 0.569-0.579 ms, res3_1x1a_first oc4ow24
-    // 1.21 -> 1.10-1.13); with 16-64 channels (mobilenet_v2 pw32_16, pw16_96, resnet50
-    // res2_1x1b) that measured 1-5% slower.
-    if (const int64_t ahead = c.prefetch_ahead; ahead && (r == 0 || !c.prefetch_first_only)) {
+    // Ymm reductions of 128 channels and more run four steps per iteration (2 threads, Zen 3,
+    // alternating processes: resnet50 res2_1x1c oc6ow16 0.595-0.599 -> 0.569-0.579 ms,
+    // res3_1x1a_first oc4ow24 1.21 -> 1.10-1.13); with 16-64 channels (mobilenet_v2 pw32_16,
+    // pw16_96, resnet50 res2_1x1b) that measured 1-5% slower. zmm blocks keep one step per
+    // iteration: unrolling was not measured on an AVX-512 CPU (and two steps per iteration were
+    // 2-4% slower there).
+    const int64_t ahead = c.prefetch_ahead;
+    auto fetch_step = [&](int64_t xo, int64_t wo) __attribute__((always_inline)) {
+      CONVTUNE_UNROLL for (int j = 0; j < NV; ++j)
+          _mm_prefetch(reinterpret_cast<const char*>(xp[j] + xo + ahead), _MM_HINT_T0);
+      step<V, OC, NV>(acc, xp, xo, wp, wo);
+    };
+    const bool fetch = ahead && (r == 0 || !c.prefetch_first_only);
+    const bool unroll = V::lanes == 8 && channels >= 128;
+    if (unroll && fetch) {
 #pragma GCC unroll 4
-      for (int64_t ch = 0; ch < channels; ++ch, xo += xcs, wo += wcs) {
-        CONVTUNE_UNROLL for (int j = 0; j < NV; ++j)
-            _mm_prefetch(reinterpret_cast<const char*>(xp[j] + xo + ahead), _MM_HINT_T0);
-        step<V, OC, NV>(acc, xp, xo, wp, wo);
-      }
-    } else if (channels >= 128) {
+      for (int64_t ch = 0; ch < channels; ++ch, xo += xcs, wo += wcs) fetch_step(xo, wo);
+    } else if (unroll) {
 #pragma GCC unroll 4
       for (int64_t ch = 0; ch < channels; ++ch, xo += xcs, wo += wcs)
         step<V, OC, NV>(acc, xp, xo, wp, wo);
+    } else if (fetch) {
+      for (int64_t ch = 0; ch < channels; ++ch, xo += xcs, wo += wcs) fetch_step(xo, wo);
     } else {
       for (int64_t ch = 0; ch < channels; ++ch, xo += xcs, wo += wcs)
         step<V, OC, NV>(acc, xp, xo, wp, wo);

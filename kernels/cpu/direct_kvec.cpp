@@ -26,8 +26,8 @@
 // last pass, as oneDNN does). A thread's task is a run of position blocks of one output-channel
 // block; tasks run output-channel blocks innermost when the input is the operand that overflows
 // L2, and AVX2 tasks sum over input channels in chunks whose weights stay in L1 (the cache
-// blocking of Georganas et al.; "_whole" configs sum all at once), the run's partial sums waiting
-// in per-thread tiles.
+// blocking of Georganas et al.; "_whole" configs sum all at once; "_nchw8c" ones in chunks of up
+// to a quarter of the L2), the run's partial sums waiting in per-thread tiles.
 //
 // Cost: N*K*C/g*R*S*OH*OW FMAs with K/g rounded up to whole kb*lanes blocks (and view columns
 // OW..Wq-1 in wide mode); plus the view copy (as cpu.direct) and, one-shot, one pass over the
@@ -119,7 +119,8 @@ void block_pos(const Geometry& g, const Blocking& b, int64_t i, PosBlock* out) {
 }
 
 // Per-thread partial sums of a run of blocks: at most kTileFloats floats (kb*lanes*max_nw is
-// at most 448 per block), kMaxRun blocks; a chunk's weights at most kChunkFloats floats.
+// at most 448 per block), kMaxRun blocks; a planar AVX2 chunk's weights at most kChunkFloats
+// floats (the L1 buffer of pack_chunks).
 constexpr int64_t kTileFloats = 4096, kMaxRun = 32, kChunkFloats = 3072;
 // Positions per block (KvecConfig::max_nw) by kb: zmm 16 lanes, ymm 8.
 constexpr int kZmmMaxNw[] = {28, 14, 9, 6}, kYmmMaxNw[] = {14, 6, 4, 3};
@@ -161,12 +162,13 @@ Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
   l.block_floats = p.Cg() * p.R * p.S * l.kbl;
   l.packed_floats = static_cast<size_t>(p.groups * l.nkb * l.block_floats);
   l.bias_floats = static_cast<size_t>(p.groups * l.nkb * l.kbl);
-  // AVX2 blocks sum over input channels in chunks whose weights (12 KiB) stay in L1 (see
+  // Planar AVX2 blocks sum over input channels in chunks whose weights (12 KiB) stay in L1 (see
   // kvec_forward).
   const int64_t T = p.R * p.S;
   l.chunk = c.zmm || c.whole ? p.Cg() : std::clamp<int64_t>(kChunkFloats / (T * l.kbl), 1, p.Cg());
-  // nChw8c views sum whole blocks of 8 channels, in nested loops, in equal chunks whose weights
-  // fill at most a quarter of the L2: a kernel call of one block of 8 channels is too short for
+  // nChw8c views sum whole blocks of 8 channels, in nested loops, in chunks of as near equal
+  // numbers of such blocks as whole blocks allow (256 channels: 88, 88, 80), whose weights fill
+  // at most a quarter of the L2: a kernel call of one block of 8 channels is too short for
   // its partial sums' reload and store (2 threads, Zen 3, alternating processes: resnet50
   // res4_3x3_s2 `oc32_nchw8c` 1.53-1.56 ms with 8 channels, 1.43-1.45 with 64 or 128, 1.46 with
   // all 256; res3_3x3_s2 1.46-1.47 -> 1.39-1.40; oneDNN 1.42 and 1.41).
@@ -321,11 +323,11 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   // A task is a run of adjacent position blocks whose sums share one tile, stored to NCHW at
   // once: 8x8 transposes of whole vectors, not of each block's 4-6 positions, whose partial
   // stores took 60% of a few-channel layer's time (mobilenet_v2 stem, kvec oc16, one thread).
-  // AVX2 blocks sum over input channels in chunks whose weights (12 KiB) stay in L1 over the
-  // run, the partial sums waiting in the tile; with all channels at once each block streams its
-  // whole weight block from L2 (alternating runs, AVX2 cap, kvec oc16: resnet50 res4_3x3_s2
-  // -10%, alexnet conv2 and conv5 -4%). AVX-512 blocks measured no better chunked (mixed, -3%
-  // to +5%), so they keep one chunk.
+  // Planar AVX2 blocks sum over input channels in chunks whose weights (12 KiB) stay in L1 over
+  // the run, the partial sums waiting in the tile (nChw8c ones: see make_layout); with all channels
+  // at once each block streams its whole weight block from L2 (alternating runs, AVX2 cap, kvec
+  // oc16: resnet50 res4_3x3_s2 -10%, alexnet conv2 and conv5 -4%). AVX-512 blocks measured no
+  // better chunked (mixed, -3% to +5%), so they keep one chunk.
   const int64_t tile_floats = kbl * bl.nw;
   const int64_t chunk = l.chunk;
   const int64_t run = std::clamp<int64_t>(
