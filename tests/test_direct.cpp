@@ -461,6 +461,37 @@ TEST_CASE("cpu.direct_kvec: one-shot weights packed chunk by chunk, K tails, 1 t
   CHECK((conv::cpu_isa() == conv::CpuIsa::scalar || checked == 36));
 }
 
+TEST_CASE("cpu.direct_kvec: the weight transposes, every block width, row count and tail") {
+  // kvec_pack_avx2 packs every config's weights, the AVX-512 ones (48 and 64 rows) included, so
+  // this checks their packing on AVX2 CPUs too: whole and partial blocks of rows, 1-21 columns
+  // (tails of 1-7 after whole groups of 8 and 16), destination strides of one block (planar
+  // order) and eight (nChw8c order), against a scalar transpose; untouched floats stay poisoned.
+  if (conv::cpu_isa() == conv::CpuIsa::scalar) return;
+  std::vector<float> src(64 * 23);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i % 997) * 0.5f + 1.0f;
+  int checked = 0;
+  for (int kbl : {8, 16, 24, 32, 48, 64})
+    for (int rows : {1, 3, kbl - 5, kbl})
+      for (int64_t cols = 1; cols <= 21; ++cols)
+        for (int64_t stride : {int64_t{kbl}, int64_t{8} * kbl}) {
+          if (rows < 1) continue;
+          std::vector<float> dst(static_cast<size_t>(cols * stride + kbl), -7.0f);
+          conv::kernels::direct::kvec_pack_avx2(src.data(), 23, rows, cols, kbl, dst.data(),
+                                                stride);
+          bool ok = true;
+          for (int64_t c = 0; c < cols; ++c)
+            for (int64_t i = 0; i < stride; ++i) {
+              const float want = i >= kbl ? -7.0f : i < rows ? src[i * 23 + c] : 0.0f;
+              ok = ok && dst[c * stride + i] == want;
+            }
+          for (int64_t i = cols * stride; i < cols * stride + kbl; ++i) ok = ok && dst[i] == -7.0f;
+          INFO("kbl " << kbl << " rows " << rows << " cols " << cols << " stride " << stride);
+          CHECK(ok);
+          ++checked;
+        }
+  CHECK(checked == 6 * 4 * 21 * 2);
+}
+
 TEST_CASE("cpu.direct_kvec: nChw8c views, every block size, 1 to 5 threads") {
   // The nChw8c copy of the stride-phase view (8x8 transposes, scalar edges and padding, row
   // bands per thread) and the kernels summing blocks of 8 channels per tap: strides 2 and 4, and
