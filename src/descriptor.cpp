@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -360,7 +362,16 @@ namespace {
 struct BatchState {
   int64_t mb = 0;  // benchdnn --mb: 0 = as in the descriptor
   int depth = 0;
+  std::vector<std::string> open;  // the files being read, outermost first, as canonical paths
 };
+
+// The file's canonical path, or the path itself where it cannot be resolved (the open that
+// follows then names the problem).
+std::string canonical_or_same(const std::string& path) {
+  const std::unique_ptr<char, decltype(&std::free)> c(::realpath(path.c_str(), nullptr),
+                                                      &std::free);
+  return c ? std::string(c.get()) : path;
+}
 
 // Splits a line into whitespace-separated words; a `"`...`"` part of a word may hold spaces
 // and `#`; `#` elsewhere starts a comment.
@@ -412,6 +423,11 @@ const char* changes_the_convolution(const std::string& word) {
 
 void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem>& out) {
   require_regular_file(path, "batch file");
+  st.open.push_back(canonical_or_same(path));
+  struct Close {
+    std::vector<std::string>& open;
+    ~Close() { open.pop_back(); }
+  } close{st.open};
   std::ifstream in(path);
   if (!in) throw Error("batch file " + quoted(path) + ": cannot open for reading");
   std::string line, pending;  // pending: a word continued with a trailing backslash
@@ -432,6 +448,13 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
       if (!file.empty() && file[0] != '/' && slash != std::string::npos)
         file = path.substr(0, slash + 1) + file;  // relative to the including file
       if (st.depth >= 16) fail(at, quoted_head(word) + ": batch files nested more than 16 deep");
+      const std::string canon = canonical_or_same(file);
+      if (std::find(st.open.begin(), st.open.end(), canon) != st.open.end()) {
+        std::string chain;
+        for (const std::string& f : st.open) chain += quoted(f) + " -> ";
+        fail(at, quoted_head(word) + ": a --batch cycle (" + chain + quoted(canon) +
+                     "): that file is already being read");
+      }
       ++st.depth;
       try {
         read_batch(file, st, out);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "support.hpp"
 
 using Catch::Contains;
+using Catch::Equals;
+using Catch::StartsWith;
 using conv::ConvProblem;
 using conv::parse_descriptor;
 using conv::to_descriptor;
@@ -616,10 +619,29 @@ TEST_CASE("read_batch_file errors name the file and the line") {
     CHECK_THROWS_WITH(conv::read_batch_file(outer.path()),
                       Contains(outer.path() + ":1:") && Contains("not a regular file"));
   }
-  SECTION("--batch recursion is bounded") {
+  SECTION("--batch cycles are named once, deep nesting is bounded") {
     TempFile f("", "self");
     std::ofstream(f.path()) << "--batch=" << f.filename() << "\n";
-    CHECK_THROWS_WITH(conv::read_batch_file(f.path()), Contains("nested more than 16"));
+    // One prefix: the cycle is caught where it closes, not after 16 levels of the same file.
+    const std::string canon = std::filesystem::weakly_canonical(f.path()).string();
+    CHECK_THROWS_WITH(
+        conv::read_batch_file(f.path()),
+        Equals(f.path() + ":1: \"--batch=" + f.filename() + "\": a --batch cycle (\"" + canon +
+               "\" -> \"" + canon + "\"): that file is already being read"));
+    // a -> b -> a, the second through another spelling of the same path.
+    TempFile a("", "cycle_a"), b("", "cycle_b");
+    std::ofstream(a.path()) << "ic1ih5oc1kh3\n--batch=" << b.filename() << "\n";
+    std::ofstream(b.path()) << "--batch=./" << a.filename() << "\n";
+    CHECK_THROWS_WITH(conv::read_batch_file(a.path()),
+                      StartsWith(a.path() + ":2: ") && Contains(b.filename() + ":1: ") &&
+                          Contains("a --batch cycle") && !Contains("nested more than"));
+    // A chain of 18 distinct files is no cycle: bounded at 16 levels.
+    std::vector<std::unique_ptr<TempFile>> chain;
+    for (int i = 0; i < 18; ++i) chain.push_back(std::make_unique<TempFile>("", "chain"));
+    for (int i = 0; i + 1 < 18; ++i)
+      std::ofstream(chain[i]->path()) << "--batch=" << chain[i + 1]->filename() << "\n";
+    std::ofstream(chain[17]->path()) << "ic1ih5oc1kh3\n";
+    CHECK_THROWS_WITH(conv::read_batch_file(chain[0]->path()), Contains("nested more than 16"));
   }
 }
 
