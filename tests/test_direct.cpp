@@ -551,12 +551,16 @@ TEST_CASE("cpu.direct_kvec: nChw8c views, every block size, 1 to 5 threads") {
 TEST_CASE("cpu.direct: 1x1 inputs read in place at any float offset within a vector") {
   // The in-place 1x1 path starts its vectors at the input's first vector-aligned position after
   // a head vector; x and y at every float offset, planes of exactly one or two vectors (the head
-  // and a shifted tail overlap), batch 2 and several threads.
+  // and a shifted tail overlap), batch 2 and several threads. K = 24 and 48 are whole blocks of
+  // every config, so runs of vector blocks share a kernel call (Block::pos_runs) up to the
+  // shifted last vector (667 positions) or the plane's end (256), from either thread's start.
   const std::vector<std::string> descriptors = {
       "mb1ic37ih16iw16oc13kh1kw1n\"offset:16x16\"",
       "mb2ic5ih8iw12oc7kh1kw1n\"offset:batch2\"",
       "mb1ic6ih2iw4oc9kh1kw1n\"offset:one_ymm\"",
       "mb1ic3ih4iw4oc5kh1kw1n\"offset:one_zmm\"",
+      "mb1ic5ih23iw29oc24kh1kw1n\"offset:pos_runs_tail\"",
+      "mb2ic9ih16iw16oc48kh1kw1n\"offset:pos_runs_batch2\"",
   };
   const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct");
   for (size_t i = 0; i < descriptors.size(); ++i) {

@@ -82,7 +82,10 @@ class Algorithm {
   /// ("x: ...", "y: ..."), a null w where `packed_weights` is null or the config packs nothing
   /// ("w: ..."), packed weights that pack_weights() did not make for this algorithm, config and
   /// problem ("packed_weights: ..."; CPU algorithms, whose packed buffers start with a 64-byte
-  /// tag), or threads outside [0, kMaxThreads] ("threads: ..."; 0 = the OpenMP default). The
+  /// tag; a CUDA algorithm's device buffer carries none, since reading one back would synchronise
+  /// every call: one packed for another config or problem is undefined behaviour there, which a
+  /// Plan never does), or threads outside [0, kMaxThreads] ("threads: ..."; 0 = the OpenMP
+  /// default). The
   /// algorithm then throws for an unknown config ("config: ..."), a workspace smaller than
   /// workspace_bytes() ("workspace: ..."), or a failed library call.
   void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& args) const;

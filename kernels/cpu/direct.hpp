@@ -108,6 +108,11 @@ struct Block {
   /// r * oc * y_k_stride floats after block 0; runs > 1 only with kvalid = oc and channel
   /// blocks (not band rows). Amortises a call over blocks of few (channel, tap) steps.
   int runs = 1;
+  /// Those runs for `pos_runs` vector blocks in turn, block q's input and output `q * pos_step`
+  /// floats after block 0's (1x1 planes read in place, whole vectors only; SIMD kernels only):
+  /// amortises a call over 1x1 layers of few channels.
+  int pos_runs = 1;
+  int64_t pos_step = 0;
 };
 
 /// Computes one block: y = bias + sum over channels and taps of w * x.

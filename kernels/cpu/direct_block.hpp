@@ -45,9 +45,9 @@ inline void step(typename V::reg (&acc)[OC][NV], const float* const (&xp)[NV], i
 
 // Output-channel block r of the block's run (Block::runs).
 template <class V, int OC, int NV, bool ONE_TAP>
-inline void block_in_run(const BlockCommon& c, const Block& b, int r) {
+inline void block_in_run(const BlockCommon& c, const Block& b, int r, int64_t po) {
   using R = typename V::reg;
-  const int64_t yo = r * OC * c.y_k_stride;
+  const int64_t yo = r * OC * c.y_k_stride + po;
   R acc[OC][NV];
   if (b.accumulate) {
     CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) {
@@ -68,7 +68,7 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r) {
     }
   }
   const float* xp[NV];
-  CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xp[j] = b.x[j];
+  CONVTUNE_UNROLL for (int j = 0; j < NV; ++j) xp[j] = b.x[j] + po;
   const float* wp[OC];
   CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) wp[k] = b.w[k] + r * c.w_kb_stride;
   const int64_t channels = c.channels, xcs = c.x_channel_stride, wcs = c.w_channel_stride;
@@ -204,7 +204,8 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r) {
 
 template <class V, int OC, int NV, bool ONE_TAP>
 void direct_block(const BlockCommon& c, const Block& b) {
-  for (int r = 0; r < b.runs; ++r) block_in_run<V, OC, NV, ONE_TAP>(c, b, r);
+  for (int q = 0; q < b.pos_runs; ++q)
+    for (int r = 0; r < b.runs; ++r) block_in_run<V, OC, NV, ONE_TAP>(c, b, r, q * b.pos_step);
 }
 
 // The kernel for `nv` vectors (1..MaxNV) of an OC block, for each tap specialisation.
