@@ -608,9 +608,9 @@ class Direct final : public Algorithm {
   // 7: vector blocks share the vectors evenly; "_panels" configs (same sums).
   // 8: ymm blocks run two (channel, tap) steps per loop iteration (same sums).
   // 9: 1x1 inputs that fit in L1 are prefetched by the first block of a run (same sums).
-  // 10: 1x1 reductions of 128 channels and more run four steps per loop iteration; runs of 1x1
-  // vector blocks share a kernel call (same sums).
-  std::string version() const override { return "10"; }
+  // 10: 1x1 reductions of 128 channels and more run four steps per loop iteration (same sums).
+  // 11: runs of 1x1 vector blocks share a kernel call (same sums).
+  std::string version() const override { return "11"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability do_applicable(const ConvProblem& p) const override {
