@@ -323,7 +323,7 @@ std::string candidate_columns(int version) {
 // The first problem of a row in candidate_from's columns, or "".
 std::string bad_candidate(const Stmt& s, int col) {
   const std::string status = s.type(col + 2) == SQLITE_TEXT ? s.text(col + 2) : "";
-  if (!perf_rows::known_status(status)) return "status: expected ok, rejected, failed or skipped";
+  if (!perf_rows::known_status(status)) return std::string("status: ") + perf_rows::kStatusRule;
   for (std::string bad :
        {bad_text(s, col, "algo", true), bad_text(s, col + 1, "config", false),
         bad_number(s, col + 3, "median_ms", true), bad_number(s, col + 4, "min_ms", true),
@@ -530,8 +530,7 @@ void PerfDb::store(const std::string& fingerprint, const std::string& key,
     const PerfCandidate& r = candidates[i];
     const std::string at = "candidates[" + std::to_string(i) + "]";
     if (!perf_rows::known_status(r.status))
-      fail(at + ".status",
-           "expected ok, rejected, failed or skipped, got " + quoted_head(r.status));
+      fail(at + ".status", std::string(perf_rows::kStatusRule) + ", got " + quoted_head(r.status));
     if (r.status == "ok" && !(r.median_ms >= 0))
       fail(at + ".median_ms", "an ok candidate has a time");
     for (const double ms : {r.median_ms, r.min_ms, r.max_ms, r.packed_median_ms, r.packed_min_ms})

@@ -360,8 +360,7 @@ std::string to_descriptor(const ConvProblem& p) {
 namespace {
 
 struct BatchState {
-  int64_t mb = 0;  // benchdnn --mb: 0 = as in the descriptor
-  int depth = 0;
+  int64_t mb = 0;                 // benchdnn --mb: 0 = as in the descriptor
   std::vector<std::string> open;  // the files being read, outermost first, as canonical paths
 };
 
@@ -447,7 +446,8 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
       const size_t slash = path.rfind('/');
       if (!file.empty() && file[0] != '/' && slash != std::string::npos)
         file = path.substr(0, slash + 1) + file;  // relative to the including file
-      if (st.depth >= 16) fail(at, quoted_head(word) + ": batch files nested more than 16 deep");
+      if (st.open.size() > 16)
+        fail(at, quoted_head(word) + ": batch files nested more than 16 deep");
       const std::string canon = canonical_or_same(file);
       if (std::find(st.open.begin(), st.open.end(), canon) != st.open.end()) {
         std::string chain;
@@ -455,13 +455,11 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
         fail(at, quoted_head(word) + ": a --batch cycle (" + chain + quoted(canon) +
                      "): that file is already being read");
       }
-      ++st.depth;
       try {
         read_batch(file, st, out);
       } catch (const Error& e) {
         fail(at, e.what());
       }
-      --st.depth;
     } else if (const char* why = changes_the_convolution(word)) {
       fail(at, quoted_head(word) + ": " + why);
     } else if (word[0] == '-') {

@@ -34,6 +34,9 @@ inline std::string label_problem(std::string_view text) {
              : "";
 }
 
+/// What known_status() asks for, for messages.
+inline constexpr const char* kStatusRule = "expected ok, rejected, failed or skipped";
+
 inline bool known_status(std::string_view s) {
   return s == "ok" || s == "rejected" || s == "failed" || s == "skipped";
 }

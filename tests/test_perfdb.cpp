@@ -307,8 +307,8 @@ TEST_CASE("perfdb: lookups are exact on fingerprint, key and path") {
 
   CHECK(db.lookup(kFp, K("key1")));
   CHECK_FALSE(db.lookup(kFp2, K("key1")));                   // another device
-  CHECK_FALSE(db.lookup(kFp + " ", "key1"));                 // no normalisation or prefix match
-  CHECK_FALSE(db.lookup(kFp.substr(0, 10), "key1"));         // no prefix match
+  CHECK_FALSE(db.lookup(kFp + " ", K("key1")));              // no normalisation or prefix match
+  CHECK_FALSE(db.lookup(kFp.substr(0, 10), K("key1")));      // no prefix match
   CHECK_FALSE(db.lookup(kFp, K("key10")));                   // another problem
   CHECK_FALSE(db.lookup(kFp, K("key")));                     //
   CHECK_FALSE(db.lookup(kFp, K("key1"), ExecPath::packed));  // the other path was never stored

@@ -267,7 +267,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     c.algo_version = r.text(o, w, "algo_version", false);
     c.status = r.text(o, w, "status");
     if (!conv::perf_rows::known_status(c.status))
-      r.fail(w + ".status", "expected ok, rejected, failed or skipped");
+      r.fail(w + ".status", conv::perf_rows::kStatusRule);
     c.median_ms = r.num(o, w, "median_ms");
     // The tuner reuses an "ok" row's times instead of measuring: without one it has none.
     if (c.status == "ok" && c.median_ms < 0)

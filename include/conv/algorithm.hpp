@@ -85,9 +85,8 @@ class Algorithm {
   /// tag; a CUDA algorithm's device buffer carries none, since reading one back would synchronise
   /// every call: one packed for another config or problem is undefined behaviour there, which a
   /// Plan never does), or threads outside [0, kMaxThreads] ("threads: ..."; 0 = the OpenMP
-  /// default). The
-  /// algorithm then throws for an unknown config ("config: ..."), a workspace smaller than
-  /// workspace_bytes() ("workspace: ..."), or a failed library call.
+  /// default). The algorithm then throws for an unknown config ("config: ..."), a workspace
+  /// smaller than workspace_bytes() ("workspace: ..."), or a failed library call.
   void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& args) const;
 
   /// The accuracy contract (DESIGN.md, "Tolerance per algorithm"): for fp32 data, every output o

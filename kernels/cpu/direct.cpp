@@ -166,6 +166,11 @@ void vec_pos(const Geometry& g, int64_t v, VecPos* out, int64_t row, int64_t q) 
   r.y[0] = yrow + start;
 }
 
+// A vector stored whole in one output row at its own lanes (not the head, not a shifted tail).
+bool whole_vec(const Geometry& g, const VecPos& v) {
+  return v.nseg == 1 && v.lo[0] == 0 && v.hi[0] == g.lanes;
+}
+
 // vec_pos of vectors v0 .. v0 + n - 1; returns the output row of the last one in rows mode (0
 // otherwise). Their rows and columns are stepped from one division: a stem block's six 64-bit
 // divisions took as long as its copy of the view rows.
@@ -511,10 +516,8 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
             b.nvec = static_cast<int>(std::min(first_vec(vb + 1), nvec_total) - v0);
             last_row = block_pos(g, v0, b.nvec, pos);
             cur_v0 = v0;
-            cur_whole = true;
-            for (int j = 0; j < b.nvec; ++j)
-              cur_whole =
-                  cur_whole && pos[j].nseg == 1 && pos[j].lo[0] == 0 && pos[j].hi[0] == g.lanes;
+            cur_whole =
+                std::all_of(pos, pos + b.nvec, [&](const VecPos& v) { return whole_vec(g, v); });
             // The lanes of a last vector past the plane are computed, never stored: zeros, not
             // stack garbage (which may be NaN or denormal, slow to multiply).
             if (g.panel)
@@ -568,9 +571,12 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
             for (int64_t next = vb + 1;
                  next < nvb && task + (next - vb) * nkb < end && b.pos_runs < kMaxPosRuns; ++next) {
               const int64_t size = vq + (rem + vr >= nvb ? 1 : 0);
-              const int64_t last = fv + size - 1;  // the block's last vector, lanes from:
-              const int64_t lane0 = g.head ? g.head + (last - 1) * g.lanes : last * g.lanes;
-              if (size != b.nvec || lane0 + g.lanes > g.OHW) break;
+              if (size != b.nvec) break;
+              // Its vectors before the last are whole when the last is (only a plane's last
+              // vector is shifted).
+              VecPos last;
+              vec_pos(g, fv + size - 1, &last, 0, 0);
+              if (!whole_vec(g, last)) break;
               ++b.pos_runs;
               fv += size;
               rem = rem + vr >= nvb ? rem + vr - nvb : rem + vr;
