@@ -73,7 +73,9 @@ std::vector<std::string> Algorithm::configs(const ConvProblem& p) const {
 }
 
 size_t Algorithm::workspace_bytes(const ConvProblem& p, const std::string& config) const {
-  p.validate();
+  // An algorithm's size formulas hold only for problems it runs (cpu.winograd's tile counts for
+  // a strided problem had come out negative and wrapped).
+  if (const Applicability ap = applicable(p); !ap.ok) throw Error(ap.reason);
   return do_workspace_bytes(p, config);
 }
 
@@ -96,7 +98,7 @@ void Algorithm::add_error_scale(const ConvProblem& p, const std::string& config,
 }
 
 size_t Algorithm::packed_weights_bytes(const ConvProblem& p, const std::string& config) const {
-  p.validate();
+  if (const Applicability ap = applicable(p); !ap.ok) throw Error(ap.reason);
   const size_t n = do_packed_weights_bytes(p, config);
   return n == 0 || device() != Device::Kind::cpu ? n : n + kTagBytes;
 }

@@ -95,37 +95,51 @@ void ConvProblem::validate() const {
     bad("pad_top", "output height OH = " + std::to_string(OH()) + " must be <= 2^31", pad_top);
   if (OW() > kMax)
     bad("pad_left", "output width OW = " + std::to_string(OW()) + " must be <= 2^31", pad_left);
-  // Byte sizes (4 bytes per fp32 element) must fit in 64 bits; the message blames the field of
+  // Tensors are bounded to 2^48 bytes (256 TiB, more than any machine's memory) and the
+  // direct-convolution work to 2^60 multiply-adds, so that the algorithms' workspace formulas
+  // (a small multiple of a tensor, or im2col's (C/g*R*S) x (OH*OW) matrix) fit in 64 bits: an
+  // im2col workspace that wrapped to 0 bytes had been accepted. The message blames the field of
   // the largest factor (the one most likely mistyped) and lists every factor.
   struct Factor {
     const char* field;
     int64_t value;
   };
   // Algorithm::forward validates on every call: no allocation unless the check fails.
-  auto check_bytes = [](const char* what, std::initializer_list<Factor> factors) {
-    int64_t r = 4;
-    bool overflow = false;
-    for (const Factor& f : factors) overflow = overflow || __builtin_mul_overflow(r, f.value, &r);
-    if (!overflow) return;
+  auto check = [](const char* what, int64_t unit, int log2_limit, const char* units,
+                  std::initializer_list<Factor> factors) {
+    int64_t r = unit;
+    bool over = false;
+    for (const Factor& f : factors) over = over || __builtin_mul_overflow(r, f.value, &r);
+    if (!over && r <= (int64_t{1} << log2_limit)) return;
     std::vector<int64_t> values;
     const Factor* largest = factors.begin();
     for (const Factor& f : factors) {
       values.push_back(f.value);
       if (f.value > largest->value) largest = &f;
     }
-    values.push_back(4);
+    if (unit != 1) values.push_back(unit);
     std::ostringstream s;
     s << "ConvProblem." << largest->field << ": " << what << " = ";
     for (size_t i = 0; i < values.size(); ++i) s << (i ? "*" : "") << values[i];
-    s << " bytes overflows 64 bits";
+    s << " " << units << " is more than 2^" << log2_limit;
     throw Error(s.str());
   };
-  // An output size is the padding's fault when the padding exceeds the input.
+  auto check_bytes = [&](const char* what, std::initializer_list<Factor> factors) {
+    check(what, 4, 48, "bytes", factors);
+  };
+  // An output or padded size is the padding's fault when the padding exceeds the input.
   const char* oh_field = pad_top + pad_bottom > H ? "pad_top" : "H";
   const char* ow_field = pad_left + pad_right > W ? "pad_left" : "W";
   check_bytes("x byte size N*C*H*W*4", {{"N", N}, {"C", C}, {"H", H}, {"W", W}});
   check_bytes("w byte size K*(C/groups)*R*S*4", {{"K", K}, {"C", Cg()}, {"R", R}, {"S", S}});
   check_bytes("y byte size N*K*OH*OW*4", {{"N", N}, {"K", K}, {oh_field, OH()}, {ow_field, OW()}});
+  check_bytes("zero-padded x byte size N*C*(H+pad_top+pad_bottom)*(W+pad_left+pad_right)*4",
+              {{"N", N},
+               {"C", C},
+               {oh_field, H + pad_top + pad_bottom},
+               {ow_field, W + pad_left + pad_right}});
+  check("direct-convolution work N*K*(C/groups)*R*S*OH*OW", 1, 60, "multiply-adds",
+        {{"N", N}, {"K", K}, {"C", Cg()}, {"R", R}, {"S", S}, {oh_field, OH()}, {ow_field, OW()}});
   if (dtype != DType::f32) throw Error("ConvProblem.dtype: only f32 is supported");
   if (layout != Layout::NCHW) throw Error("ConvProblem.layout: only NCHW is supported");
 }

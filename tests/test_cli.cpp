@@ -326,8 +326,8 @@ TEST_CASE("autotune tune exits 1 when a layer ends with no correct candidate") {
 TEST_CASE("autotune tune goes on past a layer too big for memory and exits 1") {
   TempDir tmp;
   const std::string batch = (tmp.dir / "huge.txt").string();
-  // 65536^3 x 4 bytes of input: more than any machine has.
-  write_file(batch, "mb1ic65536ih65536oc65536kh3n\"huge\"\nmb1ic3ih16oc8kh3n\"small\"\n");
+  // 2^48 bytes of input (validate()'s limit): more than any machine has.
+  write_file(batch, "mb1ic16384ih65536oc1024kh3n\"huge\"\nmb1ic3ih16oc8kh3n\"small\"\n");
   auto r = autotune("tune --batch '" + batch + "' --db '" + tmp.db() + "'" + quick);
   INFO(r.out);
   CHECK(r.code == 1);
@@ -344,7 +344,7 @@ TEST_CASE("autotune explain goes on past such a layer too; --json names it; --sh
   TempDir tmp;
   const std::string batch = (tmp.dir / "mixed.txt").string();
   write_file(batch,
-             "mb1ic3ih16oc8kh3n\"a\"\nmb1ic65536ih65536oc65536kh3n\"huge\"\n"
+             "mb1ic3ih16oc8kh3n\"a\"\nmb1ic16384ih65536oc1024kh3n\"huge\"\n"
              "mb1ic3ih17oc8kh3n\"b\"\n");
   const std::string args =
       " --batch '" + batch + "' --db '" + tmp.db() + "'" + quick + "--algo cpu.direct --json";

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <random>
 #include <regex>
 #include <set>
 #include <string>
@@ -204,6 +206,10 @@ TEST_CASE("every algorithm's forward() refuses a problem its applicable() refuse
         conv::poison_nan(y.floats(), p.y_elems());
         CHECK_THROWS_WITH(algo->forward(p, config, ref.args(y.floats(), ws, 2)), ap.reason);
         CHECK(std::isnan(y.floats()[0]));
+        // Size formulas hold only for problems an algorithm runs (cpu.winograd's workspace for
+        // a strided problem had wrapped to nearly 2^64 bytes).
+        CHECK_THROWS_WITH(algo->workspace_bytes(p, config), ap.reason);
+        CHECK_THROWS_WITH(algo->packed_weights_bytes(p, config), ap.reason);
         refusals.insert(std::string(algo->id()) + " " + p.name);
       }
     }
@@ -215,6 +221,75 @@ TEST_CASE("every algorithm's forward() refuses a problem its applicable() refuse
     CHECK(refusals.count("cpu.pointwise 1x1_grouped") == 1);
     CHECK(refusals.count("cpu.winograd 3x3_s2_k16") == 1);
   }
+}
+
+TEST_CASE("workspace and packed sizes of extreme valid problems fit in 64 bits") {
+  // ConvProblem::validate bounds each tensor to 2^48 bytes and the work to 2^60 multiply-adds so
+  // that these fit: cpu.im2col_gemm's workspace for mb1ic4ih1oc1kh32768ph32767 (4 * 2^30 * 2^30
+  // * 4 bytes) had wrapped to 0 and forward() ran without one. Sizes near 2^31, huge pads,
+  // strides and dilations, log-uniform, seeded; every config any problem offered is asked on
+  // every later problem the algorithm accepts (a caller may name any config).
+  std::mt19937_64 rng(20261207);
+  auto size = [&](int max_log2) {
+    const int64_t v = int64_t{1} << (rng() % (max_log2 + 1));
+    return std::max<int64_t>(1, v + static_cast<int64_t>(rng() % 3) - 1);
+  };
+  auto pad = [&] { return rng() % 2 ? size(31) : static_cast<int64_t>(rng() % 3); };
+  std::map<std::string, std::set<std::string>> configs;
+  int valid = 0, sized = 0;
+  for (int i = 0; i < 20000; ++i) {
+    conv::ConvProblem p;
+    p.N = size(rng() % 2 ? 31 : 3);
+    p.C = size(31);
+    p.K = size(31);
+    p.H = size(31);
+    p.W = size(31);
+    p.R = size(rng() % 2 ? 31 : 3);
+    p.S = size(rng() % 2 ? 31 : 3);
+    p.stride_h = size(rng() % 2 ? 31 : 2);
+    p.stride_w = size(rng() % 2 ? 31 : 2);
+    p.dilation_h = rng() % 4 ? 1 : size(31);
+    p.dilation_w = rng() % 4 ? 1 : size(31);
+    p.pad_top = pad();
+    p.pad_bottom = pad();
+    p.pad_left = pad();
+    p.pad_right = pad();
+    p.groups = rng() % 3 ? 1 : size(31);
+    if (rng() % 4 == 0) p.C = p.K = p.groups;  // depthwise
+    p.C = (p.C + p.groups - 1) / p.groups * p.groups;
+    p.K = (p.K + p.groups - 1) / p.groups * p.groups;
+    try {
+      p.validate();
+    } catch (const conv::Error&) {
+      continue;
+    }
+    ++valid;
+    for (const conv::Algorithm* algo : conv::all_algorithms()) {
+      if (algo->device() != conv::Device::Kind::cpu || !algo->applicable(p).ok) continue;
+      std::set<std::string>& cs = configs[std::string(algo->id())];
+      for (const std::string& c : algo->configs(p)) cs.insert(c);
+      for (const std::string& c : cs) {
+        size_t ws = 0, packed = 0;
+        try {
+          ws = algo->workspace_bytes(p, c);
+          packed = algo->packed_weights_bytes(p, c);
+        } catch (const conv::Error&) {
+          continue;  // a config this problem cannot take (e.g. an FFT tile smaller than R)
+        }
+        ++sized;
+        INFO(algo->id() << " " << c << " on " << p.key() << ": workspace " << ws << ", packed "
+                        << packed);
+        CHECK(ws <= size_t{1} << 62);
+        CHECK(packed <= size_t{1} << 62);
+      }
+    }
+  }
+  INFO(valid << " valid problems, " << sized << " sizes");
+  CHECK(valid > 1000);
+  CHECK(sized > 10000);
+  // The problem that wrapped is refused, naming a factor of the work.
+  CHECK_THROWS_WITH(conv::parse_descriptor("mb1ic4ih1oc1kh32768ph32767").validate(),
+                    Catch::Matchers::Contains("direct-convolution work"));
 }
 
 TEST_CASE("every algorithm's public functions name a bad argument") {

@@ -118,6 +118,24 @@ TEST_CASE("ConvProblem.validate names each bad field") {
          p.H = p.W = 1;
          p.R = p.S = 1;
        }},
+      // Bounds under which every algorithm's workspace size fits 64 bits.
+      {"ConvProblem.C: x byte size N*C*H*W*4 = 2*2147483648*1024*1024*4 bytes is more than 2^48",
+       [](conv::ConvProblem& p) {
+         p.C = int64_t{1} << 31;
+         p.H = p.W = 1024;
+       }},
+      {"ConvProblem.pad_left: zero-padded x byte size",
+       [](conv::ConvProblem& p) {
+         p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = int64_t{1} << 23;
+         p.stride_h = p.stride_w = int64_t{1} << 24;  // 2x2 outputs
+       }},
+      {"ConvProblem.K: direct-convolution work N*K*(C/groups)*R*S*OH*OW = "
+       "2*1048576*524288*1*1*2048*2048 multiply-adds is more than 2^60",
+       [](conv::ConvProblem& p) {
+         p.K = p.C = int64_t{1} << 20;
+         p.H = p.W = 2048;
+         p.R = p.S = 1;
+       }},
   };
   for (const Case& c : cases) {
     conv::ConvProblem p = base();
@@ -132,6 +150,13 @@ TEST_CASE("ConvProblem.validate names each bad field") {
 TEST_CASE("ConvProblem.validate accepts the limits") {
   conv::ConvProblem p;
   p.C = int64_t{1} << 31;  // 2^31 sizes are allowed; 8 GiB of x, still countable in int64
+  p.validate();
+  p.C = int64_t{1} << 30;
+  p.H = p.W = 256;  // x of exactly 2^48 bytes
+  p.validate();
+  p = conv::ConvProblem();
+  p.K = p.C = int64_t{1} << 20;
+  p.H = p.W = 1024;  // 2^60 multiply-adds exactly
   p.validate();
   p = conv::ConvProblem();
   p.H = 1;

@@ -72,7 +72,7 @@ class Algorithm {
   std::vector<std::string> configs(const ConvProblem& p) const;
 
   /// Scratch bytes forward() needs for (p, config); exact, may be 0. Throws conv::Error for an
-  /// invalid problem or an unknown config.
+  /// invalid problem, one applicable() refuses (with its reason), or an unknown config.
   size_t workspace_bytes(const ConvProblem& p, const std::string& config) const;
 
   /// Runs the convolution: y = conv(x, w) + bias for the tensors in `args` (NCHW x and y, KCRS w).
@@ -109,7 +109,8 @@ class Algorithm {
 
   /// Bytes of pre-transformed weights for a Plan (for CPU algorithms including a 64-byte tag
   /// naming algorithm, config and problem), or 0 when this config does not pack. Throws
-  /// conv::Error for an invalid problem or an unknown config.
+  /// conv::Error for an invalid problem, one applicable() refuses (with its reason), or an
+  /// unknown config.
   size_t packed_weights_bytes(const ConvProblem& p, const std::string& config) const;
 
   /// Transforms KCRS weights `w` into `packed` (packed_weights_bytes() bytes, host memory for

@@ -47,9 +47,9 @@ struct ConvProblem {
 
   /// Throws conv::Error naming the first bad field: sizes < 1, strides/dilations < 1, negative
   /// padding, a name longer than 4096 bytes, C or K not divisible by groups, output size < 1 or
-  /// > 2^31 (the descriptor
-  /// grammar's limit, so key() always parses back), or element counts whose byte size overflows
-  /// 64 bits.
+  /// > 2^31 (the descriptor grammar's limit, so key() always parses back), x, w, y or the
+  /// zero-padded x over 2^48 bytes (256 TiB), or direct-convolution work N*K*(C/g)*R*S*OH*OW
+  /// over 2^60 multiply-adds (bounds under which every algorithm's workspace size fits 64 bits).
   void validate() const;
 
   /// Canonical perf-database key: the descriptor with every field explicit and no name, e.g.

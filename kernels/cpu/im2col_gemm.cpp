@@ -77,7 +77,7 @@ class Im2colGemm final : public Algorithm {
     if (config != "blis" && config != "cols" && config != "rows")
       throw Error("config: cpu.im2col_gemm has \"blis\", \"cols\" and \"rows\", got \"" + config +
                   "\"");
-    const size_t need = workspace_bytes(p, config);
+    const size_t need = do_workspace_bytes(p, config);
     if (a.workspace_size < need || (need > 0 && !a.workspace))
       throw Error("workspace: cpu.im2col_gemm needs " + std::to_string(need) + " bytes, got " +
                   (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));

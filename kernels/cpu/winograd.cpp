@@ -259,7 +259,7 @@ class Winograd final : public Algorithm {
 
   void do_forward(const ConvProblem& p, const std::string& config,
                   const ForwardArgs& a) const override {
-    const size_t need = workspace_bytes(p, config);
+    const size_t need = do_workspace_bytes(p, config);
     if (a.workspace_size < need || (need > 0 && !a.workspace))
       throw Error("workspace: cpu.winograd " + config + " needs " + std::to_string(need) +
                   " bytes, got " +

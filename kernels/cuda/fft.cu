@@ -256,7 +256,7 @@ class Fft final : public Algorithm {
       const int64_t Sp = (p.S - 1) * p.dilation_w / p.stride_w + 1;
       if (Rp > t - 1 || Sp > t - 1 || t >= T) continue;
       const std::string name = "t" + std::to_string(t);
-      if (static_cast<double>(workspace_bytes(p, name)) > kMaxWorkspaceBytes) continue;
+      if (static_cast<double>(do_workspace_bytes(p, name)) > kMaxWorkspaceBytes) continue;
       out.push_back(name);
     }
     return out;

@@ -103,7 +103,7 @@ class Im2colGemm final : public Algorithm {
                   const ForwardArgs& a) const override {
     if (config != "cublas")
       throw Error("config: cuda.im2col_gemm has only \"cublas\", got \"" + config + "\"");
-    const size_t need = workspace_bytes(p, config);
+    const size_t need = do_workspace_bytes(p, config);
     if (a.workspace_size < need || (need > 0 && !a.workspace))
       throw Error("workspace: cuda.im2col_gemm needs " + std::to_string(need) + " bytes, got " +
                   std::to_string(a.workspace_size));

@@ -194,11 +194,77 @@ def test_problem_keyword_types():
     assert convtune.Problem(N=None, C=3).N == 1  # None = the default
 
 
+P = "mb1ic4ih8oc4kh3ph1"
+
+
+def set_field(field, value):
+    setattr(convtune.Problem(P), field, value)
+
+
+# Typed keywords are checked by convtune, not by the binding's dispatcher: a wrong type is a
+# convtune.Error naming the argument, not a TypeError listing the signature.
+@pytest.mark.parametrize("call, message", [
+    (lambda x, w: convtune.conv2d(x, w, find_mode=3), r"find_mode: expected a str, got int 3"),
+    (lambda x, w: convtune.Plan(P, algo=5), r"algo: expected a str, got int 5"),
+    (lambda x, w: convtune.Plan(P, config=5), r"config: expected a str, got int 5"),
+    (lambda x, w: convtune.Plan(P, config=None), r"config: expected a str, got None"),
+    (lambda x, w: convtune.Plan(P, find_mode=3), r"find_mode: expected a str, got int 3"),
+    (lambda x, w: convtune.tune(P, threads="x"), r"threads: expected an int, got str 'x'"),
+    (lambda x, w: convtune.tune(P, algo=5), r"algo: expected a str, got int 5"),
+    (lambda x, w: convtune.tune(P, budget_s="1"), r"budget_s: expected a number, got str '1'"),
+    (lambda x, w: convtune.tune(P, budget_s=True), r"budget_s: expected a number, got bool True"),
+    (lambda x, w: convtune.tune(P, min_rounds=1.5), r"min_rounds: expected an int, got float 1.5"),
+    (lambda x, w: convtune.tune(P, max_rounds="20"), r"max_rounds: expected an int, got str '20'"),
+    (lambda x, w: convtune.tune(P, batch_ms=None), r"batch_ms: expected a number, got None"),
+    (lambda x, w: convtune.tune(P, workspace_limit="1"),
+     r"workspace_limit: expected a number, got str '1'"),
+    (lambda x, w: convtune.tune(P, check="yes"), r"check: expected a bool, got str 'yes'"),
+    (lambda x, w: convtune.tune(P, check=1), r"check: expected a bool, got int 1"),
+    (lambda x, w: convtune.tune(P, store="no"), r"store: expected a bool, got str 'no'"),
+    (lambda x, w: convtune.tune(P, force=None), r"force: expected a bool, got None"),
+    (lambda x, w: convtune.explain(P, threads=1.0), r"threads: expected an int, got float 1.0"),
+    (lambda x, w: convtune.explain(P, algo=None), r"algo: expected a str, got None"),
+    (lambda x, w: convtune.explain(P, budget_s=[1]), r"budget_s: expected a number, got list \[1\]"),
+    (lambda x, w: convtune.explain(P, min_rounds="1"), r"min_rounds: expected an int, got str '1'"),
+    (lambda x, w: convtune.explain(P, max_rounds=2.0), r"max_rounds: expected an int, got float 2.0"),
+    (lambda x, w: convtune.explain(P, batch_ms="0"), r"batch_ms: expected a number, got str '0'"),
+    (lambda x, w: convtune.explain(P, workspace_limit=b"1"),
+     r"workspace_limit: expected a number, got bytes b'1'"),
+    (lambda x, w: convtune.explain(P, check="yes"), r"check: expected a bool, got str 'yes'"),
+    (lambda x, w: convtune.fingerprint(threads="x"), r"threads: expected an int, got str 'x'"),
+    (lambda x, w: convtune.Problem.from_descriptor(5), r"text: expected a str, got int 5"),
+    (lambda x, w: set_field("N", "2"), r"N: expected an int, got str '2'"),
+    (lambda x, w: set_field("pad_top", None), r"pad_top: expected an int, got None"),
+    (lambda x, w: set_field("groups", 2**70), r"groups: must be in \[1, 2\^31\], got %d" % 2**70),
+    (lambda x, w: set_field("name", 5), r"name: expected a str, got int 5"),
+    (lambda x, w: set_field("name", "a\nb"), r"name: control character 0x0a"),
+])
+def test_wrong_argument_types(call, message):
+    x, w = arrays(c=4)
+    with pytest.raises(convtune.Error, match="^%s" % message):
+        call(x, w)
+
+
+def test_numbers_beyond_double():
+    # An int too large for a double is named by the range check, not refused as a non-number.
+    with pytest.raises(convtune.Error, match=r"^budget_s: must be a finite number > 0$"):
+        convtune.tune(P, budget_s=10**400)
+    with pytest.raises(convtune.Error, match=r"^batch_ms: must be a finite number >= 0$"):
+        convtune.tune(P, batch_ms=-10**400)
+
+
+def test_unknown_keyword_is_type_error():
+    # Python's own convention, as the package docstring says.
+    with pytest.raises(TypeError):
+        convtune.tune(P, budget=1)
+
+
 def test_output_cannot_be_allocated():
-    # 1 x 1 x 2^30+6 x 2^30+6 floats = about 2^62 bytes: no machine has it, with any overcommit.
-    x = np.zeros((1, 4, 8, 8), np.float32)
-    w = np.zeros((1, 4, 3, 3), np.float32)
-    pad = 2**29
+    # 1 x 1 x 2^23-2 x 2^23-2 floats, just under the 2^48 bytes a problem may have: more than
+    # x86-64's 128 TiB of user address space, so no overcommit setting grants it.
+    x = np.zeros((1, 1, 8, 8), np.float32)
+    w = np.zeros((1, 1, 3, 3), np.float32)
+    pad = 2**22 - 4
     oh = 8 + 2 * pad - 2
     with pytest.raises(MemoryError, match=r"^y: cannot allocate %d bytes for the 1x1x%dx%d output$"
                        % (oh * oh * 4, oh, oh)):
