@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "conv/tuner.hpp"
@@ -17,14 +18,18 @@ namespace conv {
 namespace {
 
 // Everything a cached choice depends on besides the problem: device, threads, workspace limit,
-// path. Plain integers, so a known problem is found without building the key text or touching
-// SQLite.
-using CacheKey = std::pair<ProblemFields, std::array<uint64_t, 4>>;
+// path, find mode and perf database (a heuristic choice had answered a later call that asked to
+// tune into another database, and a choice from one database a db_only call on another).
+// Integers first, so a known problem is found without building the key text or touching SQLite.
+using CacheKey = std::tuple<ProblemFields, std::array<uint64_t, 5>, std::string>;
 
-CacheKey cache_key(const ConvProblem& p, const ForwardOptions& o, int threads, ExecPath path) {
+CacheKey cache_key(const ConvProblem& p, const ForwardOptions& o, int threads, ExecPath path,
+                   FindMode mode, const std::string& db_path) {
   return {problem_fields(p),
           {static_cast<uint64_t>(o.device.kind) << 32 | static_cast<uint64_t>(o.device.index),
-           static_cast<uint64_t>(threads), o.workspace_limit, static_cast<uint64_t>(path)}};
+           static_cast<uint64_t>(threads), o.workspace_limit, static_cast<uint64_t>(path),
+           static_cast<uint64_t>(mode)},
+          db_path};
 }
 
 struct WinnerCache {
@@ -171,7 +176,9 @@ FindMode effective_find_mode(const ForwardOptions& o) {
 
 Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
   const int threads = resolve_threads(o.threads);
-  const CacheKey key = cache_key(p, o, threads, path);
+  const FindMode mode = effective_find_mode(o);
+  const std::string db_path = o.perfdb_path.empty() ? PerfDb::default_path() : o.perfdb_path;
+  const CacheKey key = cache_key(p, o, threads, path, mode, db_path);
   WinnerCache& cache = winner_cache();
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
@@ -179,10 +186,8 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
     if (it != cache.map.end()) return it->second;
   }
 
-  const FindMode mode = effective_find_mode(o);
   const std::string fingerprint = o.device.fingerprint(threads);
   const std::string pkey = p.key();
-  const std::string db_path = o.perfdb_path.empty() ? PerfDb::default_path() : o.perfdb_path;
   std::vector<PerfDb> layers = open_layers(db_path, mode);
   const bool have_user = !layers.empty() && layers.front().path() == db_path;
 

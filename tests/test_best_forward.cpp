@@ -112,6 +112,34 @@ TEST_CASE("best_forward: find mode heuristic stores nothing, db_only fails on a 
                     Catch::Contains("db_only"));
 }
 
+TEST_CASE("best_forward: the in-process cache keeps choices apart by find mode and database") {
+  // No clear_winner_cache() between the calls: a heuristic choice had answered a later call that
+  // asked to tune into another database (which then never got the result), and that choice a
+  // db_only call on a database that does not exist.
+  TempDb a, b, missing;
+  conv::clear_winner_cache();
+  const auto p = small_problem();
+  auto o = fast_options(a.path);
+  o.find_mode = conv::FindMode::heuristic;
+  CHECK(run_checked(p, o).source == conv::ChoiceSource::heuristic);
+  o = fast_options(b.path);
+  CHECK(run_checked(p, o).source == conv::ChoiceSource::tuned);
+  REQUIRE(fs::exists(b.path));
+  CHECK(conv::PerfDb::open(b.path, true)
+            .lookup(conv::Device::cpu().fingerprint(), p.key())
+            .has_value());
+  o = fast_options(missing.path);
+  o.find_mode = conv::FindMode::db_only;
+  conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());
+  conv::fill_uniform(x.floats(), p.x_elems(), 1);
+  conv::fill_uniform(w.floats(), p.w_elems(), 2);
+  CHECK_THROWS_WITH(conv::best_forward(p, x.floats(), w.floats(), nullptr, y.floats(), o),
+                    Catch::Contains("db_only"));
+  // The same call again is answered from the cache.
+  o = fast_options(b.path);
+  CHECK(run_checked(p, o).source == conv::ChoiceSource::tuned);
+}
+
 TEST_CASE("best_forward: every algorithm disabled names CONVTUNE_DISABLE, tuned or heuristic") {
   TempDb db;
   std::string every_cpu;
