@@ -49,9 +49,10 @@ std::string env(const char* name) {
 }
 
 // The build links SQLite with URI filenames on, so a plain path starting with "file:" would be
-// parsed as a URI; "./" keeps it a path.
+// parsed as a URI, and ":memory:" is SQLite's in-memory database (whose results were reported
+// stored and then lost); "./" keeps each a path.
 std::string sqlite_filename(const std::string& path) {
-  return path.rfind("file:", 0) == 0 ? "./" + path : path;
+  return path.rfind("file:", 0) == 0 || path == ":memory:" ? "./" + path : path;
 }
 
 // "file:/abs/path?immutable=1" with the path percent-encoded as RFC 3986 (and SQLite) require.

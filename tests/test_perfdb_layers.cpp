@@ -9,6 +9,7 @@
 
 #include <array>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -361,6 +362,19 @@ TEST_CASE("autotune db: export and import round-trip every row, check, merge ref
   refused([](nlohmann::json& e) { e["candidates"][1]["median_ms"] = "fast"; },
           "candidates[1].median_ms: expected a number");
   refused([](nlohmann::json& e) { e["schema"] = -1; }, "schema: expected an integer from 1 to");
+  // A key twice in one object (JSON parsers keep one silently): refused, at any depth.
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"{", "{\"winners\": [], "}, {"\"config\":", "\"config\": \"x\", \"config\":"}}) {
+    std::string text = nlohmann::json::parse(std::ifstream(tmp.file("a.json"))).dump();
+    text.replace(text.find(from), from.size(), to);
+    std::ofstream(tmp.file("twice.json")) << text;
+    const Run twice = shell(autotune() + "db import '" + tmp.file("twice.json") + "' --into '" +
+                            tmp.file("d.sqlite") + "'");
+    INFO(twice.out);
+    CHECK(twice.code == 2);
+    CHECK_THAT(twice.out, Catch::Contains("given twice in one object"));
+    CHECK_FALSE(fs::exists(tmp.file("d.sqlite")));
+  }
   // A winner need not be among the file's candidates: a tune that reuses a system database's
   // measurements stores only those it made itself, the winner perhaps not among them (such a
   // file's export was refused on import).
@@ -372,26 +386,34 @@ TEST_CASE("autotune db: export and import round-trip every row, check, merge ref
     CHECK(ok.code == 0);
     fs::remove(tmp.file("d.sqlite"));
   }
-  // Byte counts are whole numbers (an export written as 14784.0 still reads).
-  for (const double bytes : {1.5, 1e30})
+  // Byte counts are whole numbers (an export written as 14784.0 still reads), integers up to the
+  // database's 2^63 - 1 (which db check accepts), floats only where exact.
+  for (const nlohmann::json& bytes :
+       {nlohmann::json(1.5), nlohmann::json(1e30), nlohmann::json(0x1p53), nlohmann::json(-1),
+        nlohmann::json(uint64_t{1} << 63), nlohmann::json("14784")})
     refused([&](nlohmann::json& e) { e["candidates"][0]["workspace_bytes"] = bytes; },
             "candidates[0].workspace_bytes: expected a whole number");
-  auto j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
-  j["candidates"][0]["workspace_bytes"] = 14784.0;
-  r = import_json(j, tmp.file("bad.json"), tmp.file("d.sqlite"));
-  INFO(r.out);
-  CHECK(r.code == 0);
-  int found = 0;
-  for (const auto& row : conv::PerfDb::open(tmp.file("d.sqlite"), true).rows().candidates)
-    if (row.key == j["candidates"][0]["key"] &&
-        row.fingerprint == j["candidates"][0]["fingerprint"] &&
-        row.candidate.algo_id == j["candidates"][0]["algo"] &&
-        row.candidate.config == j["candidates"][0]["config"]) {
-      CHECK(row.candidate.workspace_bytes == 14784);
-      ++found;
-    }
-  CHECK(found == 1);
-  fs::remove(tmp.file("d.sqlite"));
+  for (const nlohmann::json& bytes : {nlohmann::json(14784.0), nlohmann::json(INT64_MAX)}) {
+    auto j = nlohmann::json::parse(std::ifstream(tmp.file("a.json")));
+    j["candidates"][0]["workspace_bytes"] = bytes;
+    r = import_json(j, tmp.file("bad.json"), tmp.file("d.sqlite"));
+    INFO(r.out);
+    CHECK(r.code == 0);
+    int found = 0;
+    for (const auto& row : conv::PerfDb::open(tmp.file("d.sqlite"), true).rows().candidates)
+      if (row.key == j["candidates"][0]["key"] &&
+          row.fingerprint == j["candidates"][0]["fingerprint"] &&
+          row.candidate.algo_id == j["candidates"][0]["algo"] &&
+          row.candidate.config == j["candidates"][0]["config"]) {
+        CHECK(row.candidate.workspace_bytes == (bytes.is_number_float() ? 14784 : INT64_MAX));
+        ++found;
+      }
+    CHECK(found == 1);
+    // What was imported exports and checks as it came.
+    r = shell(autotune() + "db check '" + tmp.file("d.sqlite") + "'");
+    CHECK(r.code == 0);
+    fs::remove(tmp.file("d.sqlite"));
+  }
   // Keys that are no problem, or not in canonical form, could never be looked up.
   for (const char* key : {"mb0ic3", "mb1ic3ih16oc8kh3"})
     refused([&](nlohmann::json& e) { e["winners"][0]["key"] = key; }, "winners[0].key: ");

@@ -1,11 +1,13 @@
 // autotune db: show, merge, export, import and check perf database files.
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "iso_date.hpp"
 #include "options.hpp"
@@ -147,12 +149,21 @@ struct Reader {
     if (!std::isfinite(d) || d < 0) fail(where + "." + field, "expected a finite number >= 0");
     return d;
   }
-  // A byte count: a whole number below 2^53 (earlier exports wrote 14784.0).
+  // A byte count as the database holds it: an integer in [0, 2^63), which db check accepts and
+  // db export writes (a float had been required, so 2^63 - 1 exported but did not import), or a
+  // whole float below 2^53 (earlier exports wrote 14784.0; larger floats are not exact).
   uint64_t count(const Json& o, const std::string& where, const char* field) const {
-    const double d = num(o, where, field, false);
-    if (d != std::floor(d) || d > 0x1p53)
-      fail(where + "." + field, "expected a whole number of bytes below 2^53");
-    return static_cast<uint64_t>(d);
+    const Json& v = at(o, where, field);
+    if (v.is_number_unsigned() && v.get<uint64_t>() <= uint64_t{INT64_MAX})
+      return v.get<uint64_t>();
+    if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() >= 0)
+      return static_cast<uint64_t>(v.get<int64_t>());
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (d >= 0 && d < 0x1p53 && d == std::floor(d)) return static_cast<uint64_t>(d);
+    }
+    fail(where + "." + field,
+         "expected a whole number of bytes: an integer from 0 to 2^63 - 1, or a float below 2^53");
   }
   conv::MeasureQuality quality(const Json& o, const std::string& where) const {
     const Json& q = at(o, where, "quality");
@@ -202,12 +213,27 @@ conv::PerfDb::Rows import_json(const std::string& file) {
   }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw UsageError("import: " + file + ": cannot be read");
+  // A key given twice in one object: the parser keeps the last silently, so a file with two
+  // "winners" arrays would have imported one of them as if it were all.
+  std::vector<std::set<std::string>> keys;  // of each object being parsed
+  std::string twice;
+  const Json::parser_callback_t note_keys = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) keys.emplace_back();
+    if (event == Json::parse_event_t::object_end) keys.pop_back();
+    if (event == Json::parse_event_t::key &&
+        !keys.back().insert(parsed.get<std::string>()).second && twice.empty())
+      twice = parsed.get<std::string>();
+    return true;
+  };
   Json j;
   try {
-    j = Json::parse(in);
+    j = Json::parse(in, note_keys);
   } catch (const Json::exception& e) {
     throw UsageError("import: " + file + ": not JSON: " + e.what());
   }
+  if (!twice.empty())
+    throw UsageError("import: " + file + ": key " + conv::quoted(twice) +
+                     " given twice in one object (which one counts is undefined)");
   Reader r{file};
   if (!j.is_object() || j.value("format", "") != "convtune perfdb export")
     r.fail("format", "expected \"convtune perfdb export\" (made by autotune db export --json)");
