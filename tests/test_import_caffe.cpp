@@ -443,6 +443,22 @@ TEST_CASE("caffe: malformed files give errors naming file, layer and field", "[i
     REQUIRE_THROWS_WITH(conv::import_model(fixture("alexnet"), {{"data", {1, 3, 227, 1L << 40}}}),
                         Contains("input \"data\"") && Contains("[1, 2^31]"));
   }
+  SECTION("a layer name that is not UTF-8") {
+    // Its bytes had been echoed raw (a newline, \x01, \xff on stderr) and ConvProblem.name
+    // blamed; now the name is quoted with escapes and its own field named.
+    std::string layer = conv_layer("num_output: 4 kernel_size: 3");
+    layer.replace(layer.find("name: \"c\""), 9, "name: \"l\\n0\\001\\377\"");
+    const auto p = write("badname", net(layer));
+    REQUIRE_THROWS_WITH(conv::import_model(p),
+                        Contains(p) && Contains("\"l\\x0a0\\x01\\xff\": name: must be UTF-8 text"));
+    try {
+      conv::import_model(p);
+    } catch (const conv::Error& e) {
+      const std::string m = e.what();
+      CHECK(m.find('\n') == std::string::npos);
+      CHECK(m.find('\xff') == std::string::npos);
+    }
+  }
   SECTION("Eltwise of different shapes") {
     const auto p = write("eltwise", net(conv_layer("num_output: 3 kernel_size: 3") +
                                         "layer { name: \"sum\" type: \"Eltwise\" bottom: \"data\" "

@@ -6,6 +6,8 @@
 
 #include <optional>
 
+#include "quoted.hpp"
+
 namespace conv::import::caffe_layers {
 
 namespace {
@@ -90,7 +92,7 @@ std::string to_string(const Shape& s) {
 
 std::string Layer::label() const {
   const std::string n =
-      param.name().empty() ? "#" + std::to_string(index) : "\"" + param.name() + "\"";
+      param.name().empty() ? "#" + std::to_string(index) : conv::quoted(param.name());
   return "layer " + n + " (" + (param.type().empty() ? "no type" : param.type()) + ")";
 }
 

@@ -20,10 +20,15 @@ ConvProblem checked(const Source& src, const std::string& where, ConvProblem p) 
   // Control characters would reach `autotune layers` output raw, and the descriptor printer
   // escapes only `"` and `\`, so a name like "c\n1" could not be read back by --batch.
   p.name = underscore_controls(src.net + ":" + where);
+  // The layer's own name field is at fault, not ConvProblem.name (which the message had blamed,
+  // echoing the bytes raw).
+  if (const size_t i = utf8_error(where); i != std::string::npos)
+    src.fail(conv::quoted(where) + ": name: must be UTF-8 text; byte " + std::to_string(i) +
+             " is not");
   try {
     p.validate();
   } catch (const Error& e) {
-    src.fail(where + ": " + e.what());
+    src.fail(conv::quoted(where) + ": " + e.what());
   }
   return p;
 }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "onnx_conv.hpp"
+#include "quoted.hpp"
 
 namespace conv::import {
 
@@ -53,7 +54,7 @@ std::string input_names(const onnx::GraphProto& graph) {
   int n = 0;
   for (const auto& in : graph.input()) {
     if (is_initializer(graph, in.name())) continue;
-    if (n++ < 8) names += (names.empty() ? "\"" : ", \"") + in.name() + "\"";
+    if (n++ < 8) names += (names.empty() ? "" : ", ") + conv::quoted(in.name());
   }
   return n > 8 ? names + ", ... (" + std::to_string(n - 8) + " more)" : names;
 }
@@ -63,7 +64,7 @@ std::string input_names(const onnx::GraphProto& graph) {
 void apply_inputs(const Source& src, onnx::GraphProto& graph, const InputShapes& inputs) {
   bool changed = false;
   for (const auto& [name, dims] : inputs) {
-    const std::string where = "--input \"" + name + "\": ";
+    const std::string where = "--input " + conv::quoted(name) + ": ";
     onnx::ValueInfoProto* vi = nullptr;
     for (auto& in : *graph.mutable_input())
       if (in.name() == name) vi = &in;
@@ -110,9 +111,11 @@ void check_graph(const Source& src, const onnx::GraphProto& graph) {
     const NodeRef at(src, node);
     for (const auto& out : node.output())
       if (!out.empty())
-        if (const auto [it, fresh] = producer.emplace(out, "written by node \"" + at.name + "\"");
+        if (const auto [it, fresh] =
+                producer.emplace(out, "written by node " + conv::quoted(at.name));
             !fresh)
-          at.fail("output \"" + out + "\": also " + it->second + " (a tensor has one producer)");
+          at.fail("output " + conv::quoted(out) + ": also " + it->second +
+                  " (a tensor has one producer)");
   }
   for (const auto& node : graph.node()) {
     if (!onnx_import::is_onnx_op(node, "Conv")) continue;
@@ -126,7 +129,7 @@ void check_graph(const Source& src, const onnx::GraphProto& graph) {
     if (node.input(1).empty()) at.fail("input W: missing");
     std::unordered_map<std::string, int> seen;
     for (const auto& a : node.attribute())
-      if (++seen[a.name()] == 2) at.fail("attribute \"" + a.name() + "\": given twice");
+      if (++seen[a.name()] == 2) at.fail("attribute " + conv::quoted(a.name()) + ": given twice");
   }
   std::unordered_map<std::string, const onnx::TensorProto*> initializers;
   for (const auto& t : graph.initializer()) initializers.emplace(t.name(), &t);
@@ -135,7 +138,7 @@ void check_graph(const Source& src, const onnx::GraphProto& graph) {
     if (it == initializers.end() || !in.type().has_tensor_type()) continue;
     const onnx::TensorProto& init = *it->second;
     const auto& declared = in.type().tensor_type();
-    const std::string where = "graph input \"" + in.name() + "\": ";
+    const std::string where = "graph input " + conv::quoted(in.name()) + ": ";
     if (declared.elem_type() != onnx::TensorProto::UNDEFINED &&
         init.data_type() != onnx::TensorProto::UNDEFINED &&
         declared.elem_type() != init.data_type())
