@@ -12,8 +12,10 @@ tensors) are read in place. Times are in milliseconds, sizes in bytes, speeds in
 - ``tune``, ``explain``: measure every algorithm on a problem; plain dicts and lists back.
 - ``import_model(path, inputs=None)``: (path: str, bytes or os.PathLike) the convolutions of an ONNX or Caffe prototxt network.
 - ``read_perfdb(path=None)``: every row of a perf database; ``python -m convtune.plot`` draws it.
-- ``Error``: raised for every rejected input and failed call, None and wrong types included; a
-  subclass of ValueError. MemoryError when an output does not fit in memory.
+- ``Error``: raised for every rejected argument value or type (None included; e.g.
+  ``budget_s: expected a number, got str '1'``) and every failed call; a subclass of ValueError.
+  MemoryError when an output does not fit in memory. A missing argument, an extra positional
+  one or an unknown keyword is Python's own TypeError, as for any function.
 
 The perf database is ``$CONVTUNE_PERFDB``, else ``~/.cache/convtune/perfdb.sqlite``.
 """

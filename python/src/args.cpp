@@ -3,6 +3,7 @@
 
 #include <nanobind/stl/string.h>
 
+#include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -21,14 +22,24 @@ std::string repr_text(nb::handle v) {
   return nb::repr(v).c_str();
 }
 
+// What a message says it got: "None", or the type and the repr ("str '1'").
+std::string got_text(nb::handle v) {
+  return v.is_none() ? std::string("None") : py_type_name(v) + " " + repr_text(v);
+}
+
+// Python's bool or numpy's (not a bool subclass: PyBool_Check misses it).
+bool is_bool(nb::handle v) {
+  if (PyBool_Check(v.ptr())) return true;
+  const std::string type = py_type_name(v);
+  return type == "bool" || type == "numpy.bool_" || type == "numpy.bool";
+}
+
 // A Python int, or an integer scalar that says it is one through __index__ (numpy.int64 from
 // an array's shape); bools excluded, Python's and numpy's: stride=True is a mistake, not 1.
 bool is_int(nb::handle v) {
-  if (PyBool_Check(v.ptr())) return false;
+  if (is_bool(v)) return false;
   if (PyLong_Check(v.ptr())) return true;
-  const std::string type = py_type_name(v);
-  return PyIndex_Check(v.ptr()) && !PyFloat_Check(v.ptr()) && type != "bool" &&
-         type != "numpy.bool_" && type != "numpy.bool";
+  return PyIndex_Check(v.ptr()) && !PyFloat_Check(v.ptr());
 }
 
 // v as int64; false when it does not fit (or its __index__ fails).
@@ -71,11 +82,55 @@ constexpr const char* kPadRange = "[0, 2^31]";
 
 int64_t int_arg(nb::handle v, const std::string& name, const char* range) {
   int64_t x = 0;
-  if (!is_int(v))
-    throw conv::Error(name + ": expected an int, got " +
-                      (v.is_none() ? std::string("None") : py_type_name(v) + " " + repr_text(v)));
+  if (!is_int(v)) throw conv::Error(name + ": expected an int, got " + got_text(v));
   if (!to_int64(v, &x)) out_of_range(name, range, v);
   return x;
+}
+
+bool bool_arg(nb::handle v, const char* name) {
+  // Only a bool: check="no" or store=0 would otherwise pass by truthiness.
+  if (is_bool(v)) return PyObject_IsTrue(v.ptr()) == 1;
+  throw conv::Error(std::string(name) + ": expected a bool, got " + got_text(v));
+}
+
+double number_arg(nb::handle v, const char* name) {
+  if (!is_bool(v)) {                             // budget_s=True is a mistake, not 1 second
+    const double x = PyFloat_AsDouble(v.ptr());  // float, int, __float__ or __index__
+    if (x != -1.0 || !PyErr_Occurred()) return x;
+    // An int past double's range (10**400) is a number, just too large: the range check names
+    // it, as int_arg's callers name an int beyond 64 bits.
+    const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError) && is_int(v);
+    PyErr_Clear();
+    if (overflow) {
+      const nb::int_ zero(0);
+      return PyObject_RichCompareBool(v.ptr(), zero.ptr(), Py_LT) == 1 ? -HUGE_VAL : HUGE_VAL;
+    }
+  }
+  throw conv::Error(std::string(name) + ": expected a number, got " + got_text(v));
+}
+
+std::optional<double> optional_number_arg(nb::handle v, const char* name) {
+  if (v.is_none()) return std::nullopt;
+  return number_arg(v, name);
+}
+
+std::string str_arg(nb::handle v, const char* name) {
+  if (!nb::isinstance<nb::str>(v))
+    throw conv::Error(std::string(name) + ": expected a str, got " + got_text(v));
+  Py_ssize_t size = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(v.ptr(), &size);
+  if (!utf8) {
+    PyErr_Clear();  // the UnicodeEncodeError: this message names the argument instead
+    throw conv::Error(std::string(name) +
+                      ": not encodable as UTF-8 (a lone surrogate such as '\\udcff'); expected "
+                      "UTF-8 text");
+  }
+  return std::string(utf8, static_cast<size_t>(size));
+}
+
+std::optional<std::string> optional_str_arg(nb::handle v, const char* name) {
+  if (v.is_none()) return std::nullopt;
+  return str_arg(v, name);
 }
 
 std::string path_arg(nb::handle v, const char* name) {

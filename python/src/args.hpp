@@ -21,6 +21,25 @@ namespace nb = nanobind;
 /// is the documented one, e.g. "[1, 2^31]"; callers check the range itself later).
 int64_t int_arg(nb::handle v, const std::string& name, const char* range);
 
+/// True or False (numpy.bool_ too). Throws conv::Error "<name>: expected a bool, got <type>
+/// <repr>".
+bool bool_arg(nb::handle v, const char* name);
+
+/// A real number as double: an int, a float or anything with __float__ (numpy.float32), bools
+/// refused; an int beyond double's range is +-infinity (callers check the range). Throws
+/// conv::Error "<name>: expected a number, got <type> <repr>".
+double number_arg(nb::handle v, const char* name);
+
+/// None, or a number as number_arg.
+std::optional<double> optional_number_arg(nb::handle v, const char* name);
+
+/// A str, as UTF-8. Throws conv::Error "<name>: expected a str, got <type> <repr>", or naming a
+/// str that is not encodable as UTF-8 (a lone surrogate).
+std::string str_arg(nb::handle v, const char* name);
+
+/// None, or a str as str_arg.
+std::optional<std::string> optional_str_arg(nb::handle v, const char* name);
+
 /// A file path: str, bytes or os.PathLike, as the bytes the file system sees (os.fsencode).
 /// Throws conv::Error naming `name` for another type, an empty path or a NUL character.
 std::string path_arg(nb::handle v, const char* name);

@@ -1,8 +1,8 @@
 // convtune.conv2d: NCHW float32 convolution through conv::best_forward (the tuned winner).
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include <new>
+#include <optional>
 #include <string>
 
 #include "args.hpp"
@@ -39,8 +39,9 @@ Raises convtune.Error (a ValueError) naming the argument: wrong dtype (float64 i
 converted: use x.astype(numpy.float32)), wrong number of dimensions, non-contiguous arrays,
 w.shape[1] * groups != C, bias not (K,), bad stride/padding/dilation/groups, or an output size
 below 1; None or an empty dimension for x or w; ints beyond 64 bits ("stride: must be in [1,
-2^31], got ..."). Raises MemoryError "y: cannot allocate <bytes> bytes for the NxKxOHxOW output" when
-the output does not fit in memory.)";
+2^31], got ..."); a keyword of the wrong type ("find_mode: expected a str, got int 3"). Raises
+MemoryError "y: cannot allocate <bytes> bytes for the NxKxOHxOW output" when the output does
+not fit in memory.)";
 
 conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride,
                              nb::handle padding, nb::handle dilation, nb::handle groups_obj) {
@@ -60,8 +61,7 @@ conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride
 
 NumpyArray conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handle stride,
                   nb::handle padding, nb::handle dilation, nb::handle groups,
-                  nb::handle threads_obj, nb::handle perfdb_obj,
-                  const std::optional<std::string>& find_mode) {
+                  nb::handle threads_obj, nb::handle perfdb_obj, nb::handle find_mode) {
   const Tensor x = as_tensor(x_obj, "x", 4);
   const Tensor w = as_tensor(w_obj, "w", 4);
   const conv::ConvProblem p = problem_of(x, w, stride, padding, dilation, groups);
@@ -71,8 +71,8 @@ NumpyArray conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::h
     check_shape(*bias, "bias", {p.K}, "(K,)");
   }
   const int threads = thread_arg(threads_obj);
-  const conv::ForwardOptions options =
-      forward_options(threads, optional_path_arg(perfdb_obj, "perfdb"), find_mode);
+  const conv::ForwardOptions options = forward_options(
+      threads, optional_path_arg(perfdb_obj, "perfdb"), optional_str_arg(find_mode, "find_mode"));
   float* y = nullptr;
   NumpyArray out = new_array({p.N, p.K, p.OH(), p.OW()}, &y);
   try {
@@ -95,7 +95,7 @@ void bind_conv2d(nb::module_& m) {
         nb::arg("bias").none() = nb::none(), nb::arg("stride").none() = 1,
         nb::arg("padding").none() = 0, nb::arg("dilation").none() = 1, nb::arg("groups").none() = 1,
         nb::kw_only(), nb::arg("threads").none() = 0, nb::arg("perfdb").none() = nb::none(),
-        nb::arg("find_mode") = nb::none(), kConv2dDoc);
+        nb::arg("find_mode").none() = nb::none(), kConv2dDoc);
 }
 
 }  // namespace convtune_py

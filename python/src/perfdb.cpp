@@ -13,6 +13,7 @@
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
 #include "conv/perfdb.hpp"
+#include "options.hpp"
 #include "results.hpp"
 
 namespace convtune_py {
@@ -93,10 +94,11 @@ void bind_perfdb(nb::module_& m) {
       "perfdb.sqlite, else ~/.cache/convtune/perfdb.sqlite. Raises convtune.Error when none "
       "is set.");
   m.def(
-      "fingerprint", [](int threads) { return conv::Device::cpu().fingerprint(threads); },
-      nb::arg("threads") = 0,
+      "fingerprint",
+      [](nb::handle threads) { return conv::Device::cpu().fingerprint(thread_arg(threads)); },
+      nb::arg("threads").none() = 0,
       "The text that identifies this CPU in perf databases: 'cpu|<brand>|<ISA>|threads=N' "
-      "(threads 0 = all).");
+      "(threads 0 = all). Raises convtune.Error naming threads for a bad value or type.");
   m.def(
       "cpu_isa", [] { return std::string(conv::to_string(conv::cpu_isa())); },
       "The instruction set the CPU kernels use: 'avx512', 'avx2' or 'scalar' (capped by "

@@ -1,5 +1,4 @@
 // convtune.Plan: conv::Plan (choose once; pre-packed weights; execute many times).
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include <memory>
@@ -31,7 +30,8 @@ algorithm's default config) instead; a config without algo raises convtune.Error
 threads, perfdb, find_mode: as for conv2d.
 
 Then pack_weights(w) once and execute(x) -> numpy.ndarray (N, K, OH, OW) as often as needed.
-Raises convtune.Error (a ValueError) naming the field or argument.)";
+Raises convtune.Error (a ValueError) naming the field or argument, for a wrong type too
+("algo: expected a str, got int 5").)";
 
 class PyPlan {
  public:
@@ -112,9 +112,8 @@ void bind_plan(nb::module_& m) {
   nb::class_<PyPlan>(m, "Plan", kPlanDoc)
       .def(
           "__init__",
-          [](PyPlan* self, nb::handle problem, std::optional<std::string> algo,
-             const std::string& config, nb::handle threads, nb::handle perfdb,
-             std::optional<std::string> find_mode, nb::kwargs fields) {
+          [](PyPlan* self, nb::handle problem, nb::handle algo, nb::handle config,
+             nb::handle threads, nb::handle perfdb, nb::handle find_mode, nb::kwargs fields) {
             conv::ConvProblem p;
             if (!problem.is_none()) {
               if (nb::len(fields) > 0)
@@ -129,14 +128,15 @@ void bind_plan(nb::module_& m) {
             } else {
               p = nb::cast<conv::ConvProblem>(nb::type<conv::ConvProblem>()(**fields));
             }
-            new (self) PyPlan(p, algo, config,
-                              forward_options(thread_arg(threads),
-                                              optional_path_arg(perfdb, "perfdb"), find_mode));
+            new (self)
+                PyPlan(p, optional_str_arg(algo, "algo"), str_arg(config, "config"),
+                       forward_options(thread_arg(threads), optional_path_arg(perfdb, "perfdb"),
+                                       optional_str_arg(find_mode, "find_mode")));
           },
-          nb::arg("problem") = nb::none(), nb::kw_only(), nb::arg("algo") = nb::none(),
-          nb::arg("config") = "", nb::arg("threads").none() = 0,
-          nb::arg("perfdb").none() = nb::none(), nb::arg("find_mode") = nb::none(),
-          nb::arg("fields"))
+          nb::arg("problem").none() = nb::none(), nb::kw_only(),
+          nb::arg("algo").none() = nb::none(), nb::arg("config").none() = "",
+          nb::arg("threads").none() = 0, nb::arg("perfdb").none() = nb::none(),
+          nb::arg("find_mode").none() = nb::none(), nb::arg("fields"))
       .def("pack_weights", &PyPlan::pack_weights, nb::arg("w").none(),
            "Transforms and keeps the weights w (K, C/groups, R, S) float32; execute() may then "
            "omit w. The Plan keeps its own copy (for an algorithm that does not pack, of w as "

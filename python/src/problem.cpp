@@ -52,34 +52,67 @@ stride_h + 1 (OW likewise).
 Raises convtune.Error (a ValueError) naming the field, e.g. "ConvProblem.stride_h: must be
 >= 1, got 0", "N: must be in [1, 2^31], got 1180591620717411303424", "N: expected an int, got
 str '2'", or the descriptor's position of a bad token. Equality compares every field but
-the name; the hash is that of .key.)";
+the name; the hash is that of .key. A value of the wrong type raises convtune.Error too, for a
+writable field as for a keyword (p.N = "2"); p == 5 is False.)";
+
+// A layer name: UTF-8 text without control characters.
+std::string name_arg(nb::handle v) {
+  std::string name = str_arg(v, "name");
+  // As the CLI and batch files refuse them: printed, they would end or rewrite a line.
+  for (const char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(c));
+      throw conv::Error(std::string("name: control character ") + hex + " (not allowed in names)");
+    }
+  return name;
+}
+
+// A writable int field, checked as the keyword of the same name is (p.N = "2" raises
+// convtune.Error naming N, where def_rw's typed setter would raise TypeError).
+void int_field(nb::class_<ConvProblem>& cls, const char* field, int64_t ConvProblem::*member,
+               const char* range, const char* doc) {
+  cls.def_prop_rw(
+      field, [member](const ConvProblem& p) { return p.*member; },
+      [member, field, range](ConvProblem& p, nb::handle v) {
+        p.*member = int_arg(v, field, range);
+      },
+      nb::for_setter(nb::arg("value").none()), doc);
+}
+
+// The writable int fields, added to `cls`.
+nb::class_<ConvProblem> int_fields(nb::class_<ConvProblem> cls) {
+  const char* size = "[1, 2^31]";
+  const char* pad = "[0, 2^31]";
+  int_field(cls, "N", &ConvProblem::N, size, "batch size");
+  int_field(cls, "C", &ConvProblem::C, size, "input channels");
+  int_field(cls, "H", &ConvProblem::H, size, "input height");
+  int_field(cls, "W", &ConvProblem::W, size, "input width");
+  int_field(cls, "K", &ConvProblem::K, size, "output channels");
+  int_field(cls, "R", &ConvProblem::R, size, "kernel height");
+  int_field(cls, "S", &ConvProblem::S, size, "kernel width");
+  int_field(cls, "stride_h", &ConvProblem::stride_h, size, "vertical stride");
+  int_field(cls, "stride_w", &ConvProblem::stride_w, size, "horizontal stride");
+  int_field(cls, "pad_top", &ConvProblem::pad_top, pad, "rows of zeros above");
+  int_field(cls, "pad_bottom", &ConvProblem::pad_bottom, pad, "rows of zeros below");
+  int_field(cls, "pad_left", &ConvProblem::pad_left, pad, "columns of zeros on the left");
+  int_field(cls, "pad_right", &ConvProblem::pad_right, pad, "columns of zeros on the right");
+  int_field(cls, "dilation_h", &ConvProblem::dilation_h, size, "1 = dense");
+  int_field(cls, "dilation_w", &ConvProblem::dilation_w, size, "1 = dense");
+  int_field(cls, "groups", &ConvProblem::groups, size, "C and K are divisible by it");
+  return cls;
+}
 
 }  // namespace
 
 void bind_problem(nb::module_& m) {
-  nb::class_<ConvProblem>(m, "Problem", kProblemDoc)
+  int_fields(nb::class_<ConvProblem>(m, "Problem", kProblemDoc))
       .def(
           "__init__",
           [](ConvProblem* self, nb::handle descriptor, nb::handle N, nb::handle C, nb::handle H,
              nb::handle W, nb::handle K, nb::handle R, nb::handle S, nb::handle stride,
              nb::handle padding, nb::handle dilation, nb::handle groups, nb::handle name) {
-            std::string label;
-            if (!name.is_none() && !nb::try_cast<std::string>(name, label)) {
-              PyErr_Clear();  // the failed UTF-8 encoding's UnicodeEncodeError, if any
-              throw conv::Error(
-                  nb::isinstance<nb::str>(name)
-                      ? std::string("name: not encodable as UTF-8 (a lone surrogate such as "
-                                    "'\\udcff'); names are UTF-8 text")
-                      : std::string("name: expected a str, got ") + Py_TYPE(name.ptr())->tp_name);
-            }
-            // As the CLI and batch files refuse them: printed, they would end or rewrite a line.
-            for (const char c : label)
-              if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-                char hex[8];
-                std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(c));
-                throw conv::Error(std::string("name: control character ") + hex +
-                                  " (not allowed in names)");
-              }
+            const std::string label = name.is_none() ? std::string() : name_arg(name);
             if (!descriptor.is_none()) {
               if (!nb::isinstance<nb::str>(descriptor))
                 throw conv::Error(
@@ -119,26 +152,16 @@ void bind_problem(nb::module_& m) {
           nb::arg("padding").none() = nb::none(), nb::arg("dilation").none() = nb::none(),
           nb::arg("groups").none() = nb::none(), nb::arg("name").none() = nb::none())
       .def_static(
-          "from_descriptor", [](const std::string& text) { return conv::parse_descriptor(text); },
-          nb::arg("text"),
-          "Parses a benchdnn descriptor (same as Problem(text)). Raises convtune.Error.")
-      .def_rw("N", &ConvProblem::N, "batch size")
-      .def_rw("C", &ConvProblem::C, "input channels")
-      .def_rw("H", &ConvProblem::H, "input height")
-      .def_rw("W", &ConvProblem::W, "input width")
-      .def_rw("K", &ConvProblem::K, "output channels")
-      .def_rw("R", &ConvProblem::R, "kernel height")
-      .def_rw("S", &ConvProblem::S, "kernel width")
-      .def_rw("stride_h", &ConvProblem::stride_h)
-      .def_rw("stride_w", &ConvProblem::stride_w)
-      .def_rw("pad_top", &ConvProblem::pad_top)
-      .def_rw("pad_bottom", &ConvProblem::pad_bottom)
-      .def_rw("pad_left", &ConvProblem::pad_left)
-      .def_rw("pad_right", &ConvProblem::pad_right)
-      .def_rw("dilation_h", &ConvProblem::dilation_h, "1 = dense")
-      .def_rw("dilation_w", &ConvProblem::dilation_w, "1 = dense")
-      .def_rw("groups", &ConvProblem::groups)
-      .def_rw("name", &ConvProblem::name, "layer name (not part of the key)")
+          "from_descriptor",
+          [](nb::handle text) { return conv::parse_descriptor(str_arg(text, "text")); },
+          nb::arg("text").none(),
+          "Parses a benchdnn descriptor (same as Problem(text)). Raises convtune.Error, for a "
+          "text that is not a str too.")
+      .def_prop_rw(
+          "name", [](const ConvProblem& p) { return p.name; },
+          [](ConvProblem& p, nb::handle v) { p.name = name_arg(v); },
+          nb::for_setter(nb::arg("value").none()),
+          "layer name (not part of the key); a str without control characters")
       .def_prop_ro("stride",
                    [](const ConvProblem& p) {
                      return shape({p.stride_h, p.stride_w});
@@ -177,7 +200,11 @@ void bind_problem(nb::module_& m) {
       .def("validate", &ConvProblem::validate,
            "Raises convtune.Error naming the first bad field (fields are writable).")
       .def("to_dict", &to_dict, "The fields as a dict.")
-      .def("__eq__", [](const ConvProblem& a, const ConvProblem& b) { return a == b; })
+      // is_operator: another type gives NotImplemented (so p == 5 is False and p in [None]
+      // works), not a TypeError.
+      .def(
+          "__eq__", [](const ConvProblem& a, const ConvProblem& b) { return a == b; },
+          nb::is_operator())
       .def("__hash__", [](const ConvProblem& p) { return std::hash<std::string>()(p.key()); })
       .def("__repr__",
            [](const ConvProblem& p) {

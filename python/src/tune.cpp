@@ -1,5 +1,4 @@
 // convtune.tune and convtune.explain: conv::tune results as plain dicts and lists.
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include <cmath>
@@ -12,6 +11,7 @@
 #include "bindings.hpp"
 #include "conv/perfdb.hpp"
 #include "conv/tuner.hpp"
+#include "options.hpp"
 #include "peak.hpp"
 #include "results.hpp"
 
@@ -75,14 +75,29 @@ nb::dict result(const conv::TuneResult& r, double peak) {
   return d;
 }
 
+// The keywords tune and explain share, converted by their own checks (convtune.Error naming the
+// keyword, where nanobind's typed parameters would raise TypeError).
 struct Knobs {
   int threads;
   std::string algo;
   double budget_s, batch_ms;
-  int64_t min_rounds, max_rounds;  // int64: a huge Python int is named, not a TypeError
+  int64_t min_rounds, max_rounds;
   std::optional<double> workspace_limit;
   bool check;
 };
+
+Knobs knobs(nb::handle threads, nb::handle algo, nb::handle budget_s, nb::handle min_rounds,
+            nb::handle max_rounds, nb::handle batch_ms, nb::handle workspace_limit,
+            nb::handle check) {
+  return {thread_arg(threads),
+          str_arg(algo, "algo"),
+          number_arg(budget_s, "budget_s"),
+          number_arg(batch_ms, "batch_ms"),
+          int_arg(min_rounds, "min_rounds", "[1, 100000]"),
+          int_arg(max_rounds, "max_rounds", "[min_rounds, 100000]"),
+          optional_number_arg(workspace_limit, "workspace_limit"),
+          bool_arg(check, "check")};
+}
 
 conv::TuneOptions options(const Knobs& k) {
   // The CLI's --rounds and --max-rounds range.
@@ -139,17 +154,21 @@ workspace_bytes, error (max |y - y_ref| / error scale, compared with error_bound
 (max |y - y_ref| / (|bias| + sum|x*w|)), runs, quality (rounds, clean_rounds, spread, noisy),
 from_perfdb, winner (bool), packed_winner (bool); times in ms, None when not measured;
 winner / packed_winner: the winning candidate's dict or None; not_applicable: list of
-{algo, reason}. Raises convtune.Error for a bad problem, option or perf database.)";
+{algo, reason}. Raises convtune.Error for a bad problem, option or perf database; an option of
+the wrong type too ("budget_s: expected a number, got str '1'", "check: expected a bool, got
+str 'yes'"; numbers are int or float, bools True or False).)";
 
-nb::dict tune(nb::handle problem, int threads, const std::string& algo, double budget_s,
-              int64_t min_rounds, int64_t max_rounds, double batch_ms,
-              std::optional<double> workspace_limit, bool check, nb::handle perfdb_obj, bool store,
-              bool force) {
+nb::dict tune(nb::handle problem, nb::handle threads, nb::handle algo, nb::handle budget_s,
+              nb::handle min_rounds, nb::handle max_rounds, nb::handle batch_ms,
+              nb::handle workspace_limit, nb::handle check, nb::handle perfdb_obj,
+              nb::handle store_obj, nb::handle force_obj) {
   const conv::ConvProblem p = to_problem(problem);
   const std::optional<std::string> perfdb = optional_path_arg(perfdb_obj, "perfdb");
+  const Knobs k =
+      knobs(threads, algo, budget_s, min_rounds, max_rounds, batch_ms, workspace_limit, check);
+  const bool store = bool_arg(store_obj, "store"), force = bool_arg(force_obj, "force");
   p.validate();
-  conv::TuneOptions o =
-      options({threads, algo, budget_s, batch_ms, min_rounds, max_rounds, workspace_limit, check});
+  conv::TuneOptions o = options(k);
   std::optional<conv::PerfDb> db;
   conv::TuneResult r;
   {
@@ -176,23 +195,24 @@ Like tune(..., store=False) (nothing is read from or written to a perf database 
 measuring), plus: peak_gflops (this CPU's measured FMA peak, GFLOP/s; 0 when unknown), each
 candidate's percent_peak, and stored_winner: what best_forward would run today from the perf
 database at `perfdb` (default path) or a system one, as {algo, config, min_ms, perfdb}, or None.
-Raises convtune.Error.)";
+Raises convtune.Error, for an option of the wrong type too, as tune() does.)";
 
-nb::dict explain(nb::handle problem, int threads, const std::string& algo, double budget_s,
-                 int64_t min_rounds, int64_t max_rounds, double batch_ms,
-                 std::optional<double> workspace_limit, bool check, nb::handle perfdb_obj) {
+nb::dict explain(nb::handle problem, nb::handle threads, nb::handle algo, nb::handle budget_s,
+                 nb::handle min_rounds, nb::handle max_rounds, nb::handle batch_ms,
+                 nb::handle workspace_limit, nb::handle check, nb::handle perfdb_obj) {
   const conv::ConvProblem p = to_problem(problem);
   const std::optional<std::string> perfdb = optional_path_arg(perfdb_obj, "perfdb");
+  const Knobs k =
+      knobs(threads, algo, budget_s, min_rounds, max_rounds, batch_ms, workspace_limit, check);
   p.validate();
-  const conv::TuneOptions o =
-      options({threads, algo, budget_s, batch_ms, min_rounds, max_rounds, workspace_limit, check});
+  const conv::TuneOptions o = options(k);
   conv::TuneResult r;
   double peak = 0;
   std::optional<conv::PerfWinner> stored;
   std::string stored_in;
   {
     nb::gil_scoped_release unlocked;
-    peak = conv::measure_fma_peak_gflops(threads);
+    peak = conv::measure_fma_peak_gflops(k.threads);
     r = conv::tune(p, o);
     std::vector<std::string> paths;
     try {
@@ -230,16 +250,19 @@ nb::dict explain(nb::handle problem, int threads, const std::string& algo, doubl
 }  // namespace
 
 void bind_tune(nb::module_& m) {
-  m.def("tune", &tune, nb::arg("problem").none(), nb::kw_only(), nb::arg("threads") = 0,
-        nb::arg("algo") = "", nb::arg("budget_s") = 120.0, nb::arg("min_rounds") = 3,
-        nb::arg("max_rounds") = 20, nb::arg("batch_ms") = 1.0,
-        nb::arg("workspace_limit") = nb::none(), nb::arg("check") = true,
-        nb::arg("perfdb").none() = nb::none(), nb::arg("store") = true, nb::arg("force") = false,
-        kTuneDoc);
-  m.def("explain", &explain, nb::arg("problem").none(), nb::kw_only(), nb::arg("threads") = 0,
-        nb::arg("algo") = "", nb::arg("budget_s") = 120.0, nb::arg("min_rounds") = 3,
-        nb::arg("max_rounds") = 20, nb::arg("batch_ms") = 1.0,
-        nb::arg("workspace_limit") = nb::none(), nb::arg("check") = true,
+  // .none(): None reaches the checks, which name the argument (nanobind would raise a TypeError
+  // listing the signature).
+  m.def("tune", &tune, nb::arg("problem").none(), nb::kw_only(), nb::arg("threads").none() = 0,
+        nb::arg("algo").none() = "", nb::arg("budget_s").none() = 120.0,
+        nb::arg("min_rounds").none() = 3, nb::arg("max_rounds").none() = 20,
+        nb::arg("batch_ms").none() = 1.0, nb::arg("workspace_limit").none() = nb::none(),
+        nb::arg("check").none() = true, nb::arg("perfdb").none() = nb::none(),
+        nb::arg("store").none() = true, nb::arg("force").none() = false, kTuneDoc);
+  m.def("explain", &explain, nb::arg("problem").none(), nb::kw_only(),
+        nb::arg("threads").none() = 0, nb::arg("algo").none() = "",
+        nb::arg("budget_s").none() = 120.0, nb::arg("min_rounds").none() = 3,
+        nb::arg("max_rounds").none() = 20, nb::arg("batch_ms").none() = 1.0,
+        nb::arg("workspace_limit").none() = nb::none(), nb::arg("check").none() = true,
         nb::arg("perfdb").none() = nb::none(), kExplainDoc);
 }
 

@@ -26,6 +26,24 @@ def test_problem_from_descriptor_and_keywords():
     assert "alexnet:conv1" in repr(p)
 
 
+def test_problem_equality_with_other_types():
+    # == with an unrelated type is False (NotImplemented), so `in` works on mixed lists.
+    p = convtune.Problem("mb1ic4ih8oc4kh3ph1")
+    assert (p == 5) is False and (p != 5) is True
+    assert (p == None) is False and (p != None) is True  # noqa: E711
+    assert p not in [None, 5, "mb1ic4ih8oc4kh3ph1"]
+    assert p in [None, convtune.Problem("mb1ic4ih8oc4kh3ph1")]
+    assert p == convtune.Problem("mb1ic4ih8oc4kh3ph1") and not p != convtune.Problem(p.descriptor)
+    assert p != convtune.Problem("mb2ic4ih8oc4kh3ph1")
+
+
+def test_problem_fields_accept_ints():
+    p = convtune.Problem("mb1ic4ih8oc4kh3ph1")
+    p.N, p.pad_top, p.name = np.int64(3), 0, "renamed"
+    assert (p.N, p.padding, p.name) == (3, (0, 1, 1, 1), "renamed")
+    assert p == convtune.Problem(N=3, C=4, H=8, W=8, K=4, R=3, S=3, padding=(0, 1, 1, 1))
+
+
 def test_problem_asymmetric_and_groups():
     p = convtune.Problem(N=2, C=8, H=10, W=9, K=4, R=3, S=2, stride=(2, 1),
                          padding=(0, 1, 2, 0), dilation=(1, 2), groups=2)
