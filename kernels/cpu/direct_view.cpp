@@ -56,12 +56,6 @@ int64_t l2_cache_bytes() {
   return bytes;
 }
 
-bool view_fits(const ConvProblem& p) {
-  const long double Hp = static_cast<long double>(p.H) + p.pad_top + p.pad_bottom;
-  const long double Wp = static_cast<long double>(p.W) + p.pad_left + p.pad_right;
-  return 4.0L * p.C * 2 * (Hp + 1) * 2 * (Wp + 1) <= 0x1p58L;
-}
-
 bool aligned_copy_optional(const ConvProblem& p, int lanes) {
   const int64_t OHW = p.OH() * p.OW();
   return dense_1x1(p) && OHW >= lanes && OHW % 16 != 0;

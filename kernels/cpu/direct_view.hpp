@@ -70,11 +70,6 @@ struct Geometry {
   size_t band_floats = 0;  // band weights, groups x taps x band (band mode)
 };
 
-/// Whether the padded, phase-split view of `p` (about C x (H + pads) x (W + pads) floats) stays
-/// below 2^58 bytes: with padding near 2^31 on both sides its size leaves int64, and valid
-/// problems may have such padding.
-bool view_fits(const ConvProblem& p);
-
 /// This CPU's L2 cache per core in bytes (glibc's sysconf; 1 MiB where it does not say): the
 /// cache-blocking thresholds of cpu.direct and cpu.direct_kvec scale with it.
 int64_t l2_cache_bytes();
