@@ -42,11 +42,11 @@ inline size_t utf8_error(std::string_view s) {
   return std::string_view::npos;
 }
 
-/// `s` in double quotes, with control characters, DEL and bytes that are not UTF-8 as \xHH: text
-/// echoed in an error must not move the cursor or start a terminal escape, and must stay valid
-/// UTF-8 for Python's exception message.
-inline std::string quoted(std::string_view s) {
-  std::string out = "\"";
+/// `s` with control characters, DEL and bytes that are not UTF-8 as \xHH: text echoed in an error
+/// or a report must not move the cursor or start a terminal escape, and must stay valid UTF-8
+/// for Python's exception message.
+inline std::string escaped(std::string_view s) {
+  std::string out;
   for (size_t i = 0; i < s.size();) {
     const auto u = static_cast<unsigned char>(s[i]);
     const int n = utf8_length(s, i);
@@ -60,7 +60,12 @@ inline std::string quoted(std::string_view s) {
       i += n;
     }
   }
-  return out + "\"";
+  return out;
+}
+
+/// escaped(s) in double quotes.
+inline std::string quoted(std::string_view s) {
+  return "\"" + escaped(s) + "\"";
 }
 
 /// `s` with each control character as '_': a layer name that prints on one line (model imports,

@@ -4,6 +4,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "quoted.hpp"
+
 namespace conv::cli {
 
 namespace {
@@ -153,7 +155,8 @@ void print_explain(std::ostream& out, const TuneResult& r, double peak) {
                   err(c.max_error).c_str(), err(c.error_bound).c_str(),
                   (quality_text(c.quality) + (c.from_perfdb ? " (stored)" : "")).c_str());
     out << line;
-    if (!c.message.empty()) out << "      " << c.message << "\n";
+    // A stored message may come from another machine's perf database: no terminal escapes.
+    if (!c.message.empty()) out << "      " << conv::escaped(c.message) << "\n";
   }
   for (const auto& n : r.not_applicable) {
     std::snprintf(line, sizeof line, "  %-24s %-16s %-9s %s\n", n.algo_id.c_str(), "-", "n/a",
