@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -18,23 +19,26 @@ namespace conv {
 namespace {
 
 // Everything a cached choice depends on besides the problem: device, threads, workspace limit,
-// path, find mode and perf database (a heuristic choice had answered a later call that asked to
-// tune into another database, and a choice from one database a db_only call on another).
-// Integers first, so a known problem is found without building the key text or touching SQLite.
-using CacheKey = std::tuple<ProblemFields, std::array<uint64_t, 5>, std::string>;
+// path, and the find mode and perf database as the options give them (a heuristic choice had
+// answered a later call that asked to tune into another database, and a choice from one
+// database a db_only call on another); the environment's overrides and default path are read
+// on a miss only. Found without allocating: the path is compared as a string_view.
+template <class Text>
+using Key = std::tuple<ProblemFields, std::array<uint64_t, 5>, Text>;
+using CacheKey = Key<std::string>;
 
-CacheKey cache_key(const ConvProblem& p, const ForwardOptions& o, int threads, ExecPath path,
-                   FindMode mode, const std::string& db_path) {
+Key<std::string_view> cache_key(const ConvProblem& p, const ForwardOptions& o, int threads,
+                                ExecPath path) {
   return {problem_fields(p),
           {static_cast<uint64_t>(o.device.kind) << 32 | static_cast<uint64_t>(o.device.index),
            static_cast<uint64_t>(threads), o.workspace_limit, static_cast<uint64_t>(path),
-           static_cast<uint64_t>(mode)},
-          db_path};
+           static_cast<uint64_t>(o.find_mode)},
+          o.perfdb_path};
 }
 
 struct WinnerCache {
   std::mutex mutex;
-  std::map<CacheKey, Choice> map;
+  std::map<CacheKey, Choice, std::less<>> map;
 };
 
 WinnerCache& winner_cache() {
@@ -176,15 +180,16 @@ FindMode effective_find_mode(const ForwardOptions& o) {
 
 Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
   const int threads = resolve_threads(o.threads);
-  const FindMode mode = effective_find_mode(o);
-  const std::string db_path = o.perfdb_path.empty() ? PerfDb::default_path() : o.perfdb_path;
-  const CacheKey key = cache_key(p, o, threads, path, mode, db_path);
+  const Key<std::string_view> key = cache_key(p, o, threads, path);
   WinnerCache& cache = winner_cache();
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
     auto it = cache.map.find(key);
     if (it != cache.map.end()) return it->second;
   }
+
+  const FindMode mode = effective_find_mode(o);
+  const std::string db_path = o.perfdb_path.empty() ? PerfDb::default_path() : o.perfdb_path;
 
   const std::string fingerprint = o.device.fingerprint(threads);
   const std::string pkey = p.key();
@@ -248,7 +253,8 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
     }
   }
   std::lock_guard<std::mutex> lock(cache.mutex);
-  cache.map.emplace(key, choice);
+  cache.map.emplace(CacheKey{std::get<0>(key), std::get<1>(key), std::string(std::get<2>(key))},
+                    choice);
   return choice;
 }
 

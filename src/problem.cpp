@@ -91,10 +91,16 @@ void ConvProblem::validate() const {
   // key() and to_descriptor() write OH and OW, and the descriptor grammar reads numbers up to
   // 2^31 only: a larger output would print a key that no parser reads back.
   // H alone is at most 2^31, so a larger output comes from the padding.
+  // The larger pad of the two is named (a descriptor's oh/ow set the bottom/right one).
+  const bool top = pad_top >= pad_bottom, left = pad_left >= pad_right;
   if (OH() > kMax)
-    bad("pad_top", "output height OH = " + std::to_string(OH()) + " must be <= 2^31", pad_top);
+    bad(top ? "pad_top" : "pad_bottom",
+        "output height OH = " + std::to_string(OH()) + " must be <= 2^31",
+        top ? pad_top : pad_bottom);
   if (OW() > kMax)
-    bad("pad_left", "output width OW = " + std::to_string(OW()) + " must be <= 2^31", pad_left);
+    bad(left ? "pad_left" : "pad_right",
+        "output width OW = " + std::to_string(OW()) + " must be <= 2^31",
+        left ? pad_left : pad_right);
   // Tensors are bounded to 2^48 bytes (256 TiB, more than any machine's memory) and the
   // direct-convolution work to 2^60 multiply-adds, so that the algorithms' workspace formulas
   // (a small multiple of a tensor, or im2col's (C/g*R*S) x (OH*OW) matrix) fit in 64 bits: an
@@ -128,8 +134,8 @@ void ConvProblem::validate() const {
     check(what, 4, 48, "bytes", factors);
   };
   // An output or padded size is the padding's fault when the padding exceeds the input.
-  const char* oh_field = pad_top + pad_bottom > H ? "pad_top" : "H";
-  const char* ow_field = pad_left + pad_right > W ? "pad_left" : "W";
+  const char* oh_field = pad_top + pad_bottom <= H ? "H" : top ? "pad_top" : "pad_bottom";
+  const char* ow_field = pad_left + pad_right <= W ? "W" : left ? "pad_left" : "pad_right";
   check_bytes("x byte size N*C*H*W*4", {{"N", N}, {"C", C}, {"H", H}, {"W", W}});
   check_bytes("w byte size K*(C/groups)*R*S*4", {{"K", K}, {"C", Cg()}, {"R", R}, {"S", S}});
   check_bytes("y byte size N*K*OH*OW*4", {{"N", N}, {"K", K}, {oh_field, OH()}, {ow_field, OW()}});

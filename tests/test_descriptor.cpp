@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "conv/problem.hpp"
+#include "quoted.hpp"
 #include "support.hpp"
 
 using Catch::Contains;
@@ -818,7 +819,9 @@ TEST_CASE("every valid problem prints a key and descriptor that parse back") {
   p.validate();
   CHECK(parse_descriptor(p.key()) == p);
   CHECK(parse_descriptor(conv::to_descriptor(p)) == p);
-  p.pad_right += 1;
+  p.pad_right += 1;  // the larger pad is named
+  CHECK_THROWS_WITH(p.validate(), Contains("ConvProblem.pad_right") && Contains("OW"));
+  p.pad_left += 2;
   CHECK_THROWS_WITH(p.validate(), Contains("ConvProblem.pad_left") && Contains("OW"));
   ConvProblem q;
   q.H = int64_t{1} << 31;
@@ -827,4 +830,13 @@ TEST_CASE("every valid problem prints a key and descriptor that parse back") {
   // The descriptor error points at the token that set the padding.
   CHECK_THROWS_WITH(parse_descriptor("mb1ic1oc1ih1kh1ph1073741824"),
                     Contains("\"ph\"") && Contains("OH"));
+}
+
+TEST_CASE("escaped() and quoted() make untrusted text printable, and keep UTF-8 text as it is") {
+  // Text from perf databases and models reaches terminals and Python's exception messages: no
+  // control character (a terminal escape starts with ESC) and only valid UTF-8.
+  CHECK(conv::escaped("plain caf\xc3\xa9 \"text\" \\") == "plain caf\xc3\xa9 \"text\" \\");
+  CHECK(conv::escaped("a\x1b[2Jb\nc\x7f\xff\xc3") == "a\\x1b[2Jb\\x0ac\\x7f\\xff\\xc3");
+  CHECK(conv::quoted("x\ty") == "\"x\\x09y\"");
+  CHECK(conv::escaped("").empty());
 }

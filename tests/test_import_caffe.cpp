@@ -458,6 +458,12 @@ TEST_CASE("caffe: malformed files give errors naming file, layer and field", "[i
       CHECK(m.find('\n') == std::string::npos);
       CHECK(m.find('\xff') == std::string::npos);
     }
+    // A file name that is not UTF-8 names the problems with its odd byte escaped.
+    std::ifstream in(fixture("alexnet"), std::ios::binary);
+    const std::string odd = write("al\xffx", std::string(std::istreambuf_iterator<char>(in), {}));
+    const auto problems = conv::import_model(odd);
+    REQUIRE(problems.size() == 5);
+    CHECK(problems[0].name == "al\\xffx:conv1");
   }
   SECTION("Eltwise of different shapes") {
     const auto p = write("eltwise", net(conv_layer("num_output: 3 kernel_size: 3") +

@@ -279,8 +279,11 @@ TEST_CASE("workspace and packed sizes of extreme valid problems fit in 64 bits")
         ++sized;
         INFO(algo->id() << " " << c << " on " << p.key() << ": workspace " << ws << ", packed "
                         << packed);
-        CHECK(ws <= size_t{1} << 62);
-        CHECK(packed <= size_t{1} << 62);
+        // A size that wrapped past 2^63 reads as a huge size_t; UBSan (clang,
+        // -fsanitize=signed-integer-overflow,unsigned-integer-overflow) over this scan found
+        // the wraps that land low.
+        CHECK(ws < size_t{1} << 63);
+        CHECK(packed < size_t{1} << 63);
       }
     }
   }
@@ -290,6 +293,17 @@ TEST_CASE("workspace and packed sizes of extreme valid problems fit in 64 bits")
   // The problem that wrapped is refused, naming a factor of the work.
   CHECK_THROWS_WITH(conv::parse_descriptor("mb1ic4ih1oc1kh32768ph32767").validate(),
                     Catch::Matchers::Contains("direct-convolution work"));
+  // Valid (x and w of 2^48 bytes, a 1x1 output), but cpu.fft's t64 buffers would be 1.9e19
+  // bytes, which had wrapped to 5.8e17: larger tiles than the problem allows are refused.
+  const conv::ConvProblem fft_case =
+      conv::parse_descriptor("mb1ic65536ih32768iw32768oc1kh32768kw32768sh32767sw32768");
+  const conv::Algorithm& fft = *conv::find_algorithm("cpu.fft");
+  if (fft.applicable(fft_case).ok) {
+    for (const char* t : {"t32", "t64"})
+      CHECK_THROWS_WITH(fft.workspace_bytes(fft_case, t),
+                        Catch::Matchers::StartsWith(std::string("config: ") + t));
+    CHECK(fft.workspace_bytes(fft_case, "t16") > size_t{1} << 60);  // 1.3e18 bytes, unwrapped
+  }
 }
 
 TEST_CASE("every algorithm's public functions name a bad argument") {

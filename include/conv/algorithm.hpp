@@ -122,8 +122,9 @@ class Algorithm {
 
  private:
   // What each algorithm implements, called by the public functions above once their checks
-  // passed: a valid problem, for do_forward() and do_pack_weights() one applicable() accepts,
-  // non-null tensors, threads resolved to [1, kMaxThreads], packed weights without their tag.
+  // passed: a valid problem, for do_forward(), do_pack_weights(), do_workspace_bytes() and
+  // do_packed_weights_bytes() one applicable() accepts, non-null tensors, threads resolved to
+  // [1, kMaxThreads], packed weights without their tag.
   virtual Applicability do_applicable(const ConvProblem& p) const = 0;
   virtual std::vector<std::string> do_configs(const ConvProblem& p) const = 0;
   virtual size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const = 0;

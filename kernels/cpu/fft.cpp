@@ -71,6 +71,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "conv/device.hpp"
@@ -153,7 +154,19 @@ Geometry make_geometry(const ConvProblem& p, const Config& c) {
   const double F = g.F, elem = 8.0 * L;  // bytes per frequency element (L complex floats)
   size_t x_bytes = 0, y_bytes = 0, slot_bytes = 0;
   int64_t weight_items = 0;
+  // The frequency-domain buffers are t^2/2 complex values per tile and channel: for a valid
+  // problem (tensors up to 2^48 bytes) with a kernel much larger than its output, a caller-named
+  // large tile can ask for more than int64 counts (t64 on a 32768x32768 kernel of 65536 channels
+  // had wrapped to 2^59 bytes).
+  auto refuse_over = [&](long double bytes) {
+    if (bytes <= 0x1p62L) return;
+    char about[32];
+    std::snprintf(about, sizeof about, "%.2g", static_cast<double>(bytes));
+    throw Error("config: t" + std::to_string(t) + " would need about " + about +
+                " bytes of workspace for this problem, more than 2^62 (a smaller tile needs less)");
+  };
   if (g.depthwise) {
+    refuse_over(static_cast<long double>(F) * elem * cdiv(p.C, L) * g.P);
     g.Cb = cdiv(p.C, L);
     g.items = p.N * g.Cb * tiles;
     g.slots = std::min<int64_t>(slot_ceiling(), g.items);
@@ -168,6 +181,9 @@ Geometry make_geometry(const ConvProblem& p, const Config& c) {
     g.Jv = std::clamp<int64_t>(static_cast<int64_t>(kBlockBudget / per_jv), 1, g.Jv_total);
     g.blocks = cdiv(g.Jv_total, g.Jv);
     g.Jv = cdiv(g.Jv_total, g.blocks);
+    refuse_over(static_cast<long double>(F) * elem *
+                (static_cast<long double>(g.Cp + (g.fused ? 0 : p.Kg())) * g.Jv +
+                 static_cast<long double>(p.groups) * g.Cp * g.Kb));
     x_bytes = round64(static_cast<size_t>(g.F * g.Cp * g.Jv * 8 * L));
     y_bytes = g.fused ? 0 : round64(static_cast<size_t>(g.F * p.Kg() * g.Jv * 8 * L));
     if (g.fused) {
@@ -269,7 +285,11 @@ class Fft final : public Algorithm {
       for (int t : fit) {
         const Config c{t, lanes};
         if (c.name() == out.front()) continue;
-        if (static_cast<double>(make_geometry(p, c).total_bytes) > kMaxWorkspaceBytes) continue;
+        try {
+          if (static_cast<double>(make_geometry(p, c).total_bytes) > kMaxWorkspaceBytes) continue;
+        } catch (const Error&) {
+          continue;  // a workspace beyond 2^62 bytes
+        }
         out.push_back(c.name());
       }
     }

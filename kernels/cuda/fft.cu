@@ -113,8 +113,17 @@ struct Sizes {
   int64_t xf, yf, wf;   // complex elements
 };
 
+// Throws conv::Error "config: ..." where the buffers would need more than 2^62 bytes: a valid
+// problem (tensors up to 2^48 bytes) with many tiles of a kernel much larger than its output can
+// ask for more than int64 counts (as cpu.fft's make_geometry refuses).
 Sizes sizes(const FftParams& q) {
   const int64_t TT = q.T * q.T, G = q.s.groups;
+  const long double F = q.F, Cp = q.Cp, J = q.J, K = q.s.K;
+  const long double bytes =
+      4.0L * TT * std::max({G * Cp * J, K * Cp, K * J}) + 8.0L * F * (G * Cp * J + K * J + K * Cp);
+  if (bytes > 0x1p62L)
+    throw Error("config: a " + std::to_string(q.T) + "x" + std::to_string(q.T) +
+                " transform would need more than 2^62 bytes of buffers for this problem");
   Sizes z;
   z.real_floats = TT * std::max({G * q.Cp * q.J, q.s.K * q.Cp, q.s.K * q.J});
   z.xf = q.F * G * q.Cp * q.J;
@@ -241,7 +250,12 @@ class Fft final : public Algorithm {
       return Applicability::no("the whole-image transform would be " + std::to_string(T) + "x" +
                                std::to_string(T) + " (at most 4096x4096)");
     const FftParams q = params(p, T);
-    const Sizes z = sizes(q);
+    Sizes z;
+    try {
+      z = sizes(q);
+    } catch (const Error& e) {
+      return Applicability::no(e.what());
+    }
     if (q.J > INT_MAX || q.Cp > INT_MAX || p.Kg() > INT_MAX || q.F * p.groups > INT_MAX ||
         z.real_floats > INT64_MAX / 8)
       return Applicability::no("a GEMM dimension exceeds cuBLAS's int range");
@@ -256,7 +270,11 @@ class Fft final : public Algorithm {
       const int64_t Sp = (p.S - 1) * p.dilation_w / p.stride_w + 1;
       if (Rp > t - 1 || Sp > t - 1 || t >= T) continue;
       const std::string name = "t" + std::to_string(t);
-      if (static_cast<double>(do_workspace_bytes(p, name)) > kMaxWorkspaceBytes) continue;
+      try {
+        if (static_cast<double>(do_workspace_bytes(p, name)) > kMaxWorkspaceBytes) continue;
+      } catch (const Error&) {
+        continue;  // beyond 2^62 bytes
+      }
       out.push_back(name);
     }
     return out;

@@ -13,7 +13,7 @@ namespace conv {
 namespace import {
 
 void Source::fail(const std::string& what) const {
-  throw Error("model \"" + path + "\": " + what);
+  throw Error("model " + conv::quoted(path) + ": " + what);
 }
 
 ConvProblem checked(const Source& src, const std::string& where, ConvProblem p) {
@@ -77,7 +77,10 @@ ModelFormat model_format(const std::string& path) {
 
 std::vector<ConvProblem> import_model(const std::string& path, const InputShapes& inputs) {
   const ModelFormat format = model_format(path);
-  const import::Source src{path, std::filesystem::path(path).stem().string()};
+  // Problem names are UTF-8: a file name that is not (Python's import_model takes bytes) names
+  // its problems with the odd bytes escaped, rather than failing every layer.
+  const std::string stem = std::filesystem::path(path).stem().string();
+  const import::Source src{path, utf8_error(stem) == std::string::npos ? stem : escaped(stem)};
   return format == ModelFormat::onnx ? import::import_onnx(src, inputs)
                                      : import::import_caffe_prototxt(src, inputs);
 }
