@@ -190,7 +190,6 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
 
   const FindMode mode = effective_find_mode(o);
   const std::string db_path = o.perfdb_path.empty() ? PerfDb::default_path() : o.perfdb_path;
-
   const std::string fingerprint = o.device.fingerprint(threads);
   const std::string pkey = p.key();
   std::vector<PerfDb> layers = open_layers(db_path, mode);

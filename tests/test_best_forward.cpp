@@ -56,6 +56,15 @@ conv::ForwardResult run_checked(const conv::ConvProblem& p, const conv::ForwardO
   return r;
 }
 
+// best_forward in db_only mode with options `o` finds nothing: conv::Error naming the mode.
+void check_db_only_miss(const conv::ConvProblem& p, const conv::ForwardOptions& o) {
+  conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());
+  conv::fill_uniform(x.floats(), p.x_elems(), 1);
+  conv::fill_uniform(w.floats(), p.w_elems(), 2);
+  CHECK_THROWS_WITH(conv::best_forward(p, x.floats(), w.floats(), nullptr, y.floats(), o),
+                    Catch::Contains("db_only"));
+}
+
 conv::ForwardOptions fast_options(const std::string& db) {
   conv::ForwardOptions o;
   o.perfdb_path = db;
@@ -105,11 +114,7 @@ TEST_CASE("best_forward: find mode heuristic stores nothing, db_only fails on a 
 
   conv::clear_winner_cache();
   o.find_mode = conv::FindMode::db_only;
-  conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());
-  conv::fill_uniform(x.floats(), p.x_elems(), 1);
-  conv::fill_uniform(w.floats(), p.w_elems(), 2);
-  CHECK_THROWS_WITH(conv::best_forward(p, x.floats(), w.floats(), nullptr, y.floats(), o),
-                    Catch::Contains("db_only"));
+  check_db_only_miss(p, o);
 }
 
 TEST_CASE("best_forward: the in-process cache keeps choices apart by find mode and database") {
@@ -130,11 +135,7 @@ TEST_CASE("best_forward: the in-process cache keeps choices apart by find mode a
             .has_value());
   o = fast_options(missing.path);
   o.find_mode = conv::FindMode::db_only;
-  conv::AlignedBuffer x(p.x_bytes()), w(p.w_bytes()), y(p.y_bytes());
-  conv::fill_uniform(x.floats(), p.x_elems(), 1);
-  conv::fill_uniform(w.floats(), p.w_elems(), 2);
-  CHECK_THROWS_WITH(conv::best_forward(p, x.floats(), w.floats(), nullptr, y.floats(), o),
-                    Catch::Contains("db_only"));
+  check_db_only_miss(p, o);
   // The same call again is answered from the cache.
   o = fast_options(b.path);
   CHECK(run_checked(p, o).source == conv::ChoiceSource::tuned);

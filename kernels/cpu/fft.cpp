@@ -166,8 +166,8 @@ Geometry make_geometry(const ConvProblem& p, const Config& c) {
                 " bytes of workspace for this problem, more than 2^62 (a smaller tile needs less)");
   };
   if (g.depthwise) {
-    refuse_over(static_cast<long double>(F) * elem * cdiv(p.C, L) * g.P);
     g.Cb = cdiv(p.C, L);
+    refuse_over(static_cast<long double>(F) * elem * g.Cb * g.P);
     g.items = p.N * g.Cb * tiles;
     g.slots = std::min<int64_t>(slot_ceiling(), g.items);
     g.slot_floats = g.P * g.F * 2 * L;

@@ -250,14 +250,12 @@ class Fft final : public Algorithm {
       return Applicability::no("the whole-image transform would be " + std::to_string(T) + "x" +
                                std::to_string(T) + " (at most 4096x4096)");
     const FftParams q = params(p, T);
-    Sizes z;
     try {
-      z = sizes(q);
+      sizes(q);  // buffers of more than 2^62 bytes are refused there
     } catch (const Error& e) {
       return Applicability::no(e.what());
     }
-    if (q.J > INT_MAX || q.Cp > INT_MAX || p.Kg() > INT_MAX || q.F * p.groups > INT_MAX ||
-        z.real_floats > INT64_MAX / 8)
+    if (q.J > INT_MAX || q.Cp > INT_MAX || p.Kg() > INT_MAX || q.F * p.groups > INT_MAX)
       return Applicability::no("a GEMM dimension exceeds cuBLAS's int range");
     return Applicability::yes();
   }

@@ -79,8 +79,7 @@ std::vector<ConvProblem> import_model(const std::string& path, const InputShapes
   const ModelFormat format = model_format(path);
   // Problem names are UTF-8: a file name that is not (Python's import_model takes bytes) names
   // its problems with the odd bytes escaped, rather than failing every layer.
-  const std::string stem = std::filesystem::path(path).stem().string();
-  const import::Source src{path, utf8_error(stem) == std::string::npos ? stem : escaped(stem)};
+  const import::Source src{path, escaped(std::filesystem::path(path).stem().string())};
   return format == ModelFormat::onnx ? import::import_onnx(src, inputs)
                                      : import::import_caffe_prototxt(src, inputs);
 }
