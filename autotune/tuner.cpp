@@ -235,6 +235,11 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   if (!(o.batch_ms >= 0) || !std::isfinite(o.batch_ms))  // an infinite round would never end
     throw Error("batch_ms (TuneOptions::batch_ms): must be a finite number >= 0, got " +
                 text(o.batch_ms));
+  // NaN or a negative limit had sent every problem, however small, to cpu.im2col_gemm as the
+  // reference, which then checked itself.
+  if (!(o.reference_max_flops >= 0))
+    throw Error("reference_max_flops (TuneOptions::reference_max_flops): must be >= 0, got " +
+                text(o.reference_max_flops));
   if (o.min_rounds < 1)
     throw Error("min_rounds (TuneOptions::min_rounds): must be >= 1, got " +
                 std::to_string(o.min_rounds));

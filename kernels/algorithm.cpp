@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
@@ -60,6 +61,38 @@ std::string who(const Algorithm& a) {
   return ": " + std::string(a.id()) + ": ";
 }
 
+// The tensors a call writes (y, the workspace) must not share a byte with any other: a kernel
+// reads x, w and the bias after it has written parts of y and the workspace, so an in-place
+// call (y = x) had returned silently wrong results. Throws naming the written one first.
+void check_disjoint(const Algorithm& algo, const ConvProblem& p, const ForwardArgs& a,
+                    size_t packed_bytes) {
+  struct Span {
+    const char* name;
+    const void* at;
+    size_t bytes;
+  };
+  const Span spans[] = {
+      {"y", a.y, static_cast<size_t>(p.y_bytes())},
+      {"workspace", a.workspace, a.workspace ? a.workspace_size : 0},
+      {"x", a.x, static_cast<size_t>(p.x_bytes())},
+      {"w", a.packed_weights ? nullptr : a.w, static_cast<size_t>(p.w_bytes())},
+      {"bias", a.bias, a.bias ? static_cast<size_t>(p.K) * sizeof(float) : 0},
+      {"packed_weights", a.packed_weights, packed_bytes},
+  };
+  constexpr size_t kWritten = 2;
+  for (size_t i = 0; i < kWritten; ++i) {
+    for (size_t j = i + 1; j < std::size(spans); ++j) {
+      const Span &s = spans[i], &t = spans[j];
+      if (!s.at || !t.at || s.bytes == 0 || t.bytes == 0) continue;
+      const auto lo = reinterpret_cast<uintptr_t>(s.at), tlo = reinterpret_cast<uintptr_t>(t.at);
+      if (lo < tlo + t.bytes && tlo < lo + s.bytes)
+        throw Error(std::string(s.name) + who(algo) + "overlaps " + t.name +
+                    " (in-place convolution is not supported: " + s.name +
+                    " needs its own memory)");
+    }
+  }
+}
+
 }  // namespace
 
 Applicability Algorithm::applicable(const ConvProblem& p) const {
@@ -110,8 +143,10 @@ void Algorithm::forward(const ConvProblem& p, const std::string& config,
   if (!args.y) throw Error("y" + who(*this) + "null output");
   ForwardArgs a = args;
   a.threads = resolve_threads(args.threads);
+  size_t packed_payload = 0;
   if (a.packed_weights) {
     const size_t n = do_packed_weights_bytes(p, config);
+    packed_payload = n;
     if (n == 0) {
       a.packed_weights = nullptr;  // this config reads w
     } else if (device() == Device::Kind::cpu) {
@@ -127,6 +162,7 @@ void Algorithm::forward(const ConvProblem& p, const std::string& config,
   if (!a.w && !a.packed_weights)
     throw Error("w" + who(*this) + "null weights" +
                 (args.packed_weights ? " (config \"" + config + "\" packs no weights)" : ""));
+  check_disjoint(*this, p, a, packed_payload);
   do_forward(p, config, a);
 }
 

@@ -2,8 +2,10 @@
 // The schema and its migrations live in schema.cpp, the SQLite call wrappers in sqlite_stmt.cpp.
 #include "conv/perfdb.hpp"
 
+#include <linux/magic.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <algorithm>
 #include <cctype>
@@ -74,6 +76,21 @@ std::string immutable_uri(const std::string& path) {
 // Longer than any key, id, message or date we store; rows above it are refused (SQLITE_TOOBIG).
 constexpr int kMaxValueBytes = 64 * 1024;
 
+// The first of `path` and its parent directories that is a symbolic link to nothing, with its
+// target, as " (PATH is a symbolic link to TARGET, which does not exist)"; "" if none is. Such a
+// link made SQLite and create_directories() report causes that were not the case.
+std::string dangling_link(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::path p = path; !p.empty() && p != p.root_path(); p = p.parent_path()) {
+    if (fs::is_symlink(fs::symlink_status(p, ec)) && !fs::exists(p, ec))
+      return " (" + p.string() + " is a symbolic link to " + fs::read_symlink(p, ec).string() +
+             ", which does not exist)";
+    if (p.parent_path() == p) break;
+  }
+  return "";
+}
+
 sqlite3* open_connection(const std::string& path, const std::string& filename, int flags,
                          const char* mode) {
   sqlite3* raw = nullptr;
@@ -81,9 +98,10 @@ sqlite3* open_connection(const std::string& path, const std::string& filename, i
   if (rc != SQLITE_OK) {
     const std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
     sqlite3_close_v2(raw);
-    throw Error(
-        "perfdb: " + path + ": cannot open " + mode + ": " + msg +
-        (flags & SQLITE_OPEN_CREATE ? " (a writer needs write access to the directory)" : ""));
+    std::string why = dangling_link(path);
+    if (why.empty() && (flags & SQLITE_OPEN_CREATE))
+      why = " (a writer needs write access to the directory)";
+    throw Error("perfdb: " + path + ": cannot open " + mode + ": " + msg + why);
   }
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, kBusyTimeoutMs);
@@ -408,6 +426,10 @@ sqlite3* PerfDb::conn() const {
 PerfDb PerfDb::open(const std::string& path, bool read_only) {
   namespace fs = std::filesystem;
   if (path.empty()) throw Error("PerfDb::open: path: must not be empty");
+  // The C library would stop at the first NUL and open another file than the one named.
+  if (const size_t nul = path.find('\0'); nul != std::string::npos)
+    throw Error("perfdb: " + conv::quoted(path) + ": path: contains a NUL byte at " +
+                std::to_string(nul));
   PerfDb db;
   db.path_ = path;
   db.read_only_ = read_only;
@@ -420,6 +442,10 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
   // A device or pipe is no place for a database and its -wal, -shm or -journal files.
   if (fs::exists(st) && !fs::is_regular_file(st))
     throw Error("perfdb: " + path + ": not a regular file");
+  // Files of /proc and /sys report size 0, which SQLite reads as an empty database.
+  if (struct statfs fs_info; fs::exists(st) && statfs(path.c_str(), &fs_info) == 0 &&
+                             (fs_info.f_type == PROC_SUPER_MAGIC || fs_info.f_type == SYSFS_MAGIC))
+    throw Error("perfdb: " + path + ": a kernel interface file (/proc, /sys), not a database");
   if (read_only) {
     if (!fs::exists(st)) throw Error("perfdb: " + path + ": cannot open read-only: no such file");
     db.db_.reset(open_connection(path, sqlite_filename(path), SQLITE_OPEN_READONLY, "read-only"));
@@ -427,7 +453,7 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
     const fs::path parent = fs::path(path).parent_path();
     if (!parent.empty() && !fs::create_directories(parent, ec) && ec)
       throw Error("perfdb: " + path + ": cannot create directory " + parent.string() + ": " +
-                  ec.message());
+                  ec.message() + dangling_link(parent));
     db.db_.reset(open_connection(path, sqlite_filename(path),
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, "for writing"));
     // SQLITE_OPEN_READWRITE silently falls back to read-only when permissions forbid writing.

@@ -175,6 +175,10 @@ FindMode effective_find_mode(const ForwardOptions& o) {
       throw Error(std::string("CONVTUNE_FIND_MODE: ") + e.what());
     }
   }
+  if (o.find_mode != FindMode::tune && o.find_mode != FindMode::heuristic &&
+      o.find_mode != FindMode::db_only)
+    throw Error("find_mode (ForwardOptions::find_mode): expected tune, heuristic or db_only, got " +
+                std::to_string(static_cast<int>(o.find_mode)));
   return o.find_mode;
 }
 

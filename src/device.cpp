@@ -1,10 +1,12 @@
 #include "conv/device.hpp"
 
 #include <omp.h>
+#include <pthread.h>
 
 #include <cpu_features/cpuinfo_x86.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -60,12 +62,34 @@ const char* to_string(CpuIsa isa) {
   }
 }
 
+namespace {
+
+// GNU OpenMP cannot start threads in a child forked after its thread pool started: every
+// multi-threaded region there hangs (multiprocessing's default start method on Linux forks).
+// Such a child runs every call on one thread instead. Process state, not a cache: set once.
+std::atomic<bool> omp_threads_started{false};
+std::atomic<bool> forked_after_omp{false};
+
+void mark_forked_child() {
+  if (omp_threads_started.load()) forked_after_omp.store(true);
+}
+
+[[maybe_unused]] const int fork_handler_registered =
+    pthread_atfork(nullptr, nullptr, mark_forked_child);
+
+}  // namespace
+
 int resolve_threads(int64_t threads) {
   if (threads < 0 || threads > kMaxThreads)
     throw Error("threads: must be in [0, " + std::to_string(kMaxThreads) + "] (0 = all), got " +
                 std::to_string(threads));
+  if (forked_after_omp.load(std::memory_order_relaxed)) return 1;
   // OMP_NUM_THREADS may ask for more than the runtime can start (100000 crashed in GOMP_parallel).
-  return threads > 0 ? static_cast<int>(threads) : std::min(omp_get_max_threads(), kMaxThreads);
+  const int n =
+      threads > 0 ? static_cast<int>(threads) : std::min(omp_get_max_threads(), kMaxThreads);
+  if (n > 1 && !omp_threads_started.load(std::memory_order_relaxed))
+    omp_threads_started.store(true);
+  return n;
 }
 
 const char* version() {

@@ -4,12 +4,14 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 
 #include "conv/error.hpp"
+#include "elf_soname.hpp"
 
 namespace conv {
 
@@ -45,17 +47,40 @@ class CpuOps final : public DeviceOps {
 
 }  // namespace
 
+// oneDNN's own ISA cap, lower-cased, where it keeps oneDNN below the ISA our kernels use (e.g.
+// ONEDNN_MAX_CPU_ISA=SSE41 on an AVX2 CPU, about 10x slower); else "". Its timings then differ
+// from an uncapped run's on the same CPU, so they must not be stored under the same device.
+static std::string onednn_isa_below_ours() {
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (!cap || !*cap) cap = std::getenv("DNNL_MAX_CPU_ISA");
+  if (!cap || !*cap) return "";
+  std::string v(cap);
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // oneDNN's names: sse41, avx, avx2[_vnni[_2]], avx512_core[...], avx10_*, amx_*, all, default.
+  const bool below_avx2 = v == "sse41" || v == "avx";
+  const bool avx2_class = v.rfind("avx2", 0) == 0;
+  const CpuIsa ours = cpu_isa();
+  if ((below_avx2 && ours >= CpuIsa::avx2) || (avx2_class && ours == CpuIsa::avx512)) return v;
+  return "";
+}
+
 std::string CpuOps::fingerprint(int threads) const {
   std::string brand = cpu_features::GetX86Info().brand_string;
   while (!brand.empty() && brand.back() == ' ') brand.pop_back();
   std::ostringstream s;
   // No convtune version: measurements stay valid across upgrades while the algorithms'
   // versions (Algorithm::version) do.
-  s << "cpu|" << brand << "|" << to_string(cpu_isa()) << "|threads=" << resolve_threads(threads);
+  s << "cpu|" << brand << "|" << to_string(cpu_isa());
+  if (const std::string onednn = onednn_isa_below_ours(); !onednn.empty())
+    s << "|onednn=" << onednn;
+  s << "|threads=" << resolve_threads(threads);
   return s.str();
 }
 
 namespace {
+
+// The plugin's file name and soname (kernels/cuda/cuda.cmake).
+constexpr const char* kPluginSoname = "libconvtune_cuda.so";
 
 struct PluginState {
   const CudaPlugin* plugin = nullptr;
@@ -81,7 +106,7 @@ PluginState load_plugin() {
       return st;
     }
   } else {
-    path = own_directory() + "libconvtune_cuda.so";
+    path = own_directory() + kPluginSoname;
   }
   struct stat sb {};
   if (stat(path.c_str(), &sb) != 0) {
@@ -101,6 +126,13 @@ PluginState load_plugin() {
                   path + " is not loaded; CONVTUNE_CUDA_PLUGIN=" + path + " loads it anyway";
       return st;
     }
+  }
+  std::string why;
+  if (const std::string soname = elf_soname(path, why); soname != kPluginSoname) {
+    st.status = path + " is not convtune's CUDA plugin (" +
+                (soname.empty() ? why : "its soname is " + soname) + ", not " + kPluginSoname +
+                "), so it is not loaded";
+    return st;
   }
   dlerror();
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -144,6 +176,9 @@ const DeviceOps& device_ops(const Device& d) {
     static const CpuOps cpu;
     return cpu;
   }
+  if (d.kind != Device::Kind::cuda)
+    throw Error("device.kind: expected cpu or cuda, got " +
+                std::to_string(static_cast<int>(d.kind)));
   if (const CudaPlugin* plugin = cuda_plugin()) return plugin->device_ops(d.index);
   throw Error("device: " + d.name() + ": no CUDA backend (" + cuda_plugin_status() + ")");
 }

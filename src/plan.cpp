@@ -1,5 +1,6 @@
 // conv::Plan: choose once (on the packed-weights path), keep the workspace and the packed
 // weights, run many times without any lookup.
+#include <mutex>
 #include <vector>
 
 #include "choose.hpp"
@@ -18,6 +19,9 @@ struct Plan::Impl {
   DeviceBuffer packed;
   bool has_packed = false;
   const float* kept_w = nullptr;  // a copy of the weights, for algorithms that do not pack
+  // Calls from several threads share the workspace and the packed weights: they take turns
+  // (unlocked, they had silently mixed each other's intermediate results).
+  std::mutex mutex;
 };
 
 Plan::Plan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -73,7 +77,7 @@ Plan::Impl& Plan::impl() const {
 }
 
 void Plan::pack_weights(const float* w) {
-  impl();
+  const std::lock_guard<std::mutex> lock(impl().mutex);
   if (!w) throw Error("w: null weight tensor");
   impl_->ops->check_pointer(w, "w");
   const Choice& c = impl_->choice;
@@ -98,11 +102,12 @@ void Plan::pack_weights(const float* w) {
 }
 
 bool Plan::has_packed_weights() const {
-  return impl().has_packed || impl().kept_w;
+  const std::lock_guard<std::mutex> lock(impl().mutex);
+  return impl_->has_packed || impl_->kept_w;
 }
 
 void Plan::execute(const float* x, const float* w, const float* bias, float* y) {
-  impl();
+  const std::lock_guard<std::mutex> lock(impl().mutex);
   // A given w is the one used, as in any one-shot call: the packed weights are only for calls
   // without one (running them instead would silently answer for the weights packed earlier).
   const bool given = w != nullptr;

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdio>
 #include <initializer_list>
 #include <limits>
 #include <sstream>
@@ -74,8 +75,12 @@ void ConvProblem::validate() const {
   if (name.size() > 4096)
     bad("name", "must be at most 4096 bytes", static_cast<int64_t>(name.size()));
   // Names reach Python, JSON and the perf database as text.
-  if (const size_t i = std::min(utf8_error(name), name.find('\0')); i != std::string::npos)
-    bad("name", "must be UTF-8 text; byte at", static_cast<int64_t>(i));
+  if (const size_t i = std::min(utf8_error(name), name.find('\0')); i != std::string::npos) {
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(name[i]));
+    throw Error(std::string("ConvProblem.name: must be UTF-8 text without NUL bytes; byte ") +
+                std::to_string(i) + " is " + byte);
+  }
   if (C % groups != 0) bad("C", "must be divisible by groups (" + std::to_string(groups) + ")", C);
   if (K % groups != 0) bad("K", "must be divisible by groups (" + std::to_string(groups) + ")", K);
   if (H + pad_top + pad_bottom < extent(R, dilation_h))

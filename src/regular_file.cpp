@@ -9,6 +9,10 @@
 namespace conv {
 
 void require_regular_file(const std::string& path, const std::string& what) {
+  // The C library would stop at the first NUL and open another file than the one named.
+  if (const size_t nul = path.find('\0'); nul != std::string::npos)
+    throw Error(what + " " + conv::quoted(path) + ": path: contains a NUL byte at " +
+                std::to_string(nul));
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(st) || std::filesystem::is_regular_file(st)) return;

@@ -249,6 +249,9 @@ TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
       {"explain mb1ic1ih8oc1kh3 --algo ,,", "--algo: \",,\" names no algorithm"},
       {"tune mb1ic1ih8oc1kh3 --algo '' --db /tmp/convtune-unused.sqlite",
        "--algo: \"\" names no algorithm"},
+      // CLI11's own check had said "Value 1.5 not in range 0 to 1024".
+      {"tune mb1ic1ih8oc1kh3 --threads 1.5", "--threads: expected an integer, got \"1.5\""},
+      {"tune mb1ic1ih8oc1kh3 --rounds 2e3", "--rounds: expected an integer, got \"2e3\""},
   };
   for (const auto& [args, says] : refused) {
     const auto r = autotune(args);
@@ -286,6 +289,40 @@ TEST_CASE("autotune reports a file that is not a perf database as an error (exit
   auto r = autotune("show --db '" + tmp.db() + "'");
   CHECK(r.code == 1);
   CHECK_THAT(r.out, Catch::Contains("perfdb"));
+}
+
+TEST_CASE("autotune exits 1 when its output cannot be written, or for a /proc file as a database") {
+  // `db export DB > backup.json` on a full disk had left an empty backup and exited 0.
+  // (run_command adds 2>&1 after the command: the braces keep stderr apart from stdout.)
+  auto r = convtest::run_command(std::string("{ '") + CONVTUNE_AUTOTUNE_EXE +
+                                 "' layers mb1ic1ih8oc1kh3 > /dev/full; }");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("writing the output (stdout) failed"));
+  // Files of /proc read as empty SQLite databases ("ok: empty").
+  r = autotune("db check /proc/self/status");
+  CHECK(r.code != 0);
+  CHECK_THAT(r.out, Catch::Contains("a kernel interface file"));
+}
+
+TEST_CASE("autotune refuses a CUDA plugin path that names another library, without loading it") {
+  // Another libconvtune.so had been dlopen()ed, whose static initialisers aborted the process
+  // (protobuf: caffe.proto registered twice), also for CPU-only commands.
+  const std::string lib =
+      (fs::path(CONVTUNE_AUTOTUNE_EXE).parent_path() / "libconvtune.so").string();
+  REQUIRE(fs::exists(lib));
+  const auto r =
+      convtest::run_command("CONVTUNE_CUDA_PLUGIN='" + lib + "' '" + CONVTUNE_AUTOTUNE_EXE +
+                            "' explain mb1ic1ih8oc1kh3 --device cuda:0 --budget 1");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out,
+             Catch::Contains("is not convtune's CUDA plugin (its soname is libconvtune.so."));
+  const auto text = convtest::run_command(
+      "CONVTUNE_CUDA_PLUGIN='" + std::string(CONVTUNE_LAYERS_DIR) + "/alexnet.txt' '" +
+      CONVTUNE_AUTOTUNE_EXE + "' explain mb1ic1ih8oc1kh3 --device cuda:0 --budget 1");
+  INFO(text.out);
+  CHECK(text.code == 1);
+  CHECK_THAT(text.out, Catch::Contains("is not convtune's CUDA plugin (is not an ELF file"));
 }
 
 TEST_CASE("autotune tune --algo stores no winner, the next tune measures the rest and chooses") {

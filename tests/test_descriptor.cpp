@@ -455,11 +455,14 @@ TEST_CASE("descriptor errors name the position and the token") {
   }
 }
 
-TEST_CASE("conv::Error keeps a long message's head and says how long it was") {
-  // 1023 bytes, then a 2-byte UTF-8 sequence across the 1024-byte cut: cut before it.
-  const std::string msg = "field: " + std::string(1016, 'a') + "\xc3\xa9" + std::string(5000, 'b');
-  CHECK(std::string(conv::Error(msg).what()) ==
-        msg.substr(0, 1023) + "... (" + std::to_string(msg.size()) + " bytes)");
+TEST_CASE("conv::Error keeps a long message's head and tail and says how long it was") {
+  // 1023 bytes, then a 2-byte UTF-8 sequence across the 1024-byte cut: cut before it; the tail's
+  // cut 1024 bytes before the end falls inside another one: start after it.
+  const std::string msg = "field: " + std::string(1016, 'a') + "\xc3\xa9" + std::string(5000, 'b') +
+                          "\xc3\xa9" + std::string(1012, 'c') + " the reason";
+  CHECK(std::string(conv::Error(msg).what()) == msg.substr(0, 1023) + "... (" +
+                                                    std::to_string(msg.size()) + " bytes) ..." +
+                                                    std::string(1012, 'c') + " the reason");
   const std::string at_limit(4096, 'c');
   CHECK(std::string(conv::Error(at_limit).what()) == at_limit);
 }
@@ -508,6 +511,12 @@ TEST_CASE("read_batch_file: shared/layers files") {
   CHECK(alexnet[1].name == "alexnet:conv2");
   CHECK(alexnet[1].groups == 2);
   CHECK(alexnet[1].pad_top == 2);
+}
+
+TEST_CASE("read_batch_file: a path with a NUL byte is refused, not cut short") {
+  CHECK_THROWS_WITH(conv::read_batch_file(std::string(CONVTUNE_LAYERS_DIR) + "/alexnet.txt" +
+                                          std::string("\0x", 2)),
+                    Contains("batch file") && Contains("path: contains a NUL byte at"));
 }
 
 TEST_CASE("read_batch_file: comments, blank lines, several words, continuation") {

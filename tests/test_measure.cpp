@@ -326,6 +326,10 @@ TEST_CASE("tune: options out of range are named; a stored ok row without a time 
       {[&](conv::TuneOptions& t) { t.budget_ms = nan; }, "budget_ms (TuneOptions::budget_ms)"},
       {[&](conv::TuneOptions& t) { t.batch_ms = inf; }, "batch_ms (TuneOptions::batch_ms)"},
       {[&](conv::TuneOptions& t) { t.batch_ms = -1; }, "batch_ms (TuneOptions::batch_ms)"},
+      {[&](conv::TuneOptions& t) { t.reference_max_flops = nan; },
+       "reference_max_flops (TuneOptions::reference_max_flops)"},
+      {[&](conv::TuneOptions& t) { t.reference_max_flops = -1; },
+       "reference_max_flops (TuneOptions::reference_max_flops)"},
       {[&](conv::TuneOptions& t) { t.min_rounds = 0; }, "min_rounds (TuneOptions::min_rounds)"},
       {[&](conv::TuneOptions& t) { t.max_rounds = 2; }, "max_rounds (TuneOptions::max_rounds)"}};
   for (const auto& [edit, what] : bad) {

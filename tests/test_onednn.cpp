@@ -6,8 +6,12 @@
 #include <omp.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "buffer.hpp"
@@ -185,4 +189,38 @@ TEST_CASE("cpu.onednn runs the same problem from two threads at once") {
   t2.join();
   CHECK(ref.compare(y1.data(), onednn().error_bound(p, "auto")).ok());
   CHECK(ref.compare(y2.data(), onednn().error_bound(p, "auto")).ok());
+}
+
+TEST_CASE("a oneDNN ISA cap below convtune's ISA level is part of the CPU fingerprint") {
+  // Timings of oneDNN capped to SSE4.1 (10x slower) had been stored under the uncapped device.
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved;
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"}) {
+    const char* v = std::getenv(name);
+    saved.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
+    ::unsetenv(name);
+  }
+  const std::string plain = conv::Device::cpu().fingerprint(1);
+  const auto with = [&](const std::string& cap) {
+    std::string f = plain;
+    f.insert(f.rfind("|threads=1"), "|onednn=" + cap);
+    return f;
+  };
+  const conv::CpuIsa ours = conv::cpu_isa();
+  const std::pair<const char*, std::string> cases[] = {
+      {"SSE41", ours >= conv::CpuIsa::avx2 ? with("sse41") : plain},
+      {"avx2", ours == conv::CpuIsa::avx512 ? with("avx2") : plain},
+      {"AVX2_VNNI", ours == conv::CpuIsa::avx512 ? with("avx2_vnni") : plain},
+      {"AVX512_CORE", plain},
+      {"ALL", plain},
+      {"", plain}};
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"}) {
+    for (const auto& [cap, expected] : cases) {
+      ::setenv(name, cap, 1);
+      INFO(name << "=" << cap);
+      CHECK(conv::Device::cpu().fingerprint(1) == expected);
+      ::unsetenv(name);
+    }
+  }
+  for (const auto& [name, v] : saved)
+    if (v) ::setenv(name, v->c_str(), 1);
 }

@@ -463,6 +463,25 @@ TEST_CASE("perfdb: an empty (0-byte) file is a new, empty database") {
 
 TEST_CASE("perfdb: files that are not convtune perf databases are refused clearly") {
   TempDir dir;
+  // The C library stops at a NUL: "a.sqlite\0junk" had opened a.sqlite.
+  CHECK_THROWS_WITH(PerfDb::open(dir.file("a.sqlite") + std::string("\0junk", 5)),
+                    Catch::Contains("path: contains a NUL byte at"));
+  CHECK_FALSE(fs::exists(dir.file("a.sqlite")));
+  // Kernel interface files read as size 0, which SQLite takes for an empty database.
+  for (const char* proc : {"/proc/self/status", "/proc/cpuinfo"})
+    CHECK_THROWS_WITH(PerfDb::open(proc, true), Catch::Contains("a kernel interface file"));
+  // Symbolic links to nothing: the message names the link (it had blamed the directory's
+  // permissions, or said "File exists").
+  fs::create_symlink("/nonexistent-convtune/file.sqlite", dir.file("d.sqlite"));
+  CHECK_THROWS_WITH(
+      PerfDb::open(dir.file("d.sqlite")),
+      Catch::Contains("d.sqlite is a symbolic link to /nonexistent-convtune/file.sqlite, "
+                      "which does not exist"));
+  fs::create_symlink("/nonexistent-convtune/dir", dir.file("ddir"));
+  CHECK_THROWS_WITH(
+      PerfDb::open(dir.file("ddir") + "/x.sqlite"),
+      Catch::Contains("ddir is a symbolic link to /nonexistent-convtune/dir, which does "
+                      "not exist"));
   std::mt19937 rng(7);
   auto random_bytes = [&](size_t n) {
     std::string s(n, '\0');

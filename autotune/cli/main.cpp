@@ -3,6 +3,9 @@
 // export, import, check). Exit codes: 0 ok, 2 bad arguments or descriptor, 1 any other error.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -207,7 +210,7 @@ int main(int argc, char** argv) {
     std::cerr << conv::shorten_message(e.what()) << "\nRun with --help for more information.\n";
     return 2;
   }
-  try {
+  const auto run = [&]() -> int {
     if (miopen.any() && !*tune && !*explain && !*layers)
       throw UsageError("MIOpenDriver flags only apply to tune, explain and layers");
     if (*tune) return common_tune.warn_threads(), run_tune(common_tune, tune_args, miopen);
@@ -220,6 +223,15 @@ int main(int argc, char** argv) {
     if (*db_export) return run_db_export(export_path, export_csv);
     if (*db_import) return run_db_import(import_files, import_into);
     return run_db_check(check_files);
+  };
+  try {
+    const int rc = run();
+    // `db export DB > backup.json` on a full disk had left an empty backup and exited 0.
+    errno = 0;
+    if (!std::cout.flush() || std::fflush(stdout) != 0 || std::ferror(stdout))
+      throw std::runtime_error(std::string("writing the output (stdout) failed") +
+                               (errno ? std::string(": ") + std::strerror(errno) : ""));
+    return rc;
   } catch (const UsageError& e) {
     std::cerr << "autotune: " << conv::shorten_message(e.what()) << "\n";
     return 2;

@@ -25,6 +25,18 @@ struct UsageError : std::runtime_error {
 
 // A MIOpenDriver conv command line found among the arguments (`autotune explain conv -n 1 -c 64
 // ... -F 1 -t 1`): main() picks its tokens out before CLI11 parses the rest.
+// CLI11's Range answers "1.5" or "" with "not in range", which 1.5 is not.
+inline CLI::Validator integer_text() {
+  return CLI::Validator(
+      [](std::string& v) {
+        const size_t digits = v.find_first_not_of("0123456789", v.size() > 1 && v[0] == '-');
+        return !v.empty() && v != "-" && digits == std::string::npos
+                   ? std::string()
+                   : "expected an integer, got \"" + v + "\"";
+      },
+      "INT");
+}
+
 struct MiopenArgs {
   std::vector<std::string> args;
   bool any() const { return !args.empty(); }
@@ -69,6 +81,7 @@ struct Common {
   bool json = false;
   void add_to(CLI::App* app, bool with_db) {
     app->add_option("--threads", threads, "CPU threads (0 = all)")
+        ->check(integer_text())
         ->check(CLI::Range(0, conv::kMaxThreads));
     if (with_db)
       app->add_option("--db", db,
@@ -132,10 +145,12 @@ struct TuneArgs {
     app->add_option("--budget", budget_s, "time budget per problem, seconds")
         ->check(CLI::Range(0.001, 1e6) & finite());
     app->add_option("--rounds", rounds, "interleaved timing rounds per candidate, at least")
+        ->check(integer_text())
         ->check(CLI::Range(1, 100000));
     app->add_option("--max-rounds", max_rounds,
                     "timing rounds per candidate at most, while rounds are disturbed by other "
                     "processes or disagree")
+        ->check(integer_text())
         ->check(CLI::Range(1, 100000));
     app->add_option("--batch-ms", batch_ms,
                     "a round repeats a candidate's run until it lasts this many milliseconds "

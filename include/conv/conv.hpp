@@ -94,7 +94,8 @@ class Plan {
   /// (or kept) weights. A non-null `w` is always the one used, read as in a one-shot call (the
   /// Plan's workspace covers that), so passing new weights never returns results for the packed
   /// ones. Throws conv::Error for null x or y. Every member throws conv::Error on a moved-from
-  /// Plan.
+  /// Plan. Thread-safe: calls of execute() and pack_weights() on one Plan from several threads
+  /// run one at a time (they share its workspace); a Plan per thread runs them in parallel.
   void execute(const float* x, const float* w, const float* bias, float* y);
 
   const ConvProblem& problem() const;

@@ -21,10 +21,11 @@ struct Device {
   std::string name() const;
 
   /// Text identifying this device for the perf database. CPU: "cpu|<brand>|<ISA level
-  /// avx512/avx2/scalar>|threads=N"; GPU: name, compute capability, SMs, memory, driver, runtime,
-  /// cuDNN and cuBLAS versions. No convtune version: what changes with an upgrade is tracked per
-  /// algorithm (Algorithm::version). Entries stored under another fingerprint are never used.
-  /// `threads` = 0 means the OpenMP default.
+  /// avx512/avx2/scalar>|threads=N", with "|onednn=<cap>" before "|threads" where
+  /// ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) keeps oneDNN below that ISA level; GPU: name, compute
+  /// capability, SMs, memory, driver, runtime, cuDNN and cuBLAS versions. No convtune version: what
+  /// changes with an upgrade is tracked per algorithm (Algorithm::version). Entries stored under
+  /// another fingerprint are never used. `threads` = 0 means the OpenMP default.
   std::string fingerprint(int threads = 0) const;
 
   bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
@@ -42,7 +43,9 @@ const char* to_string(CpuIsa isa);
 constexpr int kMaxThreads = 1024;
 
 /// Resolves a thread count: 0 means omp_get_max_threads() (OMP_NUM_THREADS), at most
-/// kMaxThreads. Throws conv::Error ("threads") when it is negative or above kMaxThreads.
+/// kMaxThreads; 1 in a process forked after this one had resolved more than one thread (GNU
+/// OpenMP hangs starting threads there). Throws conv::Error ("threads") when it is negative or
+/// above kMaxThreads.
 int resolve_threads(int64_t threads);
 
 /// convtune's version string ("MAJOR.MINOR.PATCH").

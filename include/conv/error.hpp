@@ -16,14 +16,18 @@ inline size_t utf8_cut(std::string_view text, size_t max) {
   return cut;
 }
 
-/// `message` itself when it has at most 4096 bytes; else its first 1024 bytes (utf8_cut) and
-/// "... (N bytes)": input echoed into a message (a 300 KB descriptor, path or option value) must
-/// not bury what the message says first.
+/// `message` itself when it has at most 4096 bytes; else its first and last 1024 bytes (cut
+/// between UTF-8 sequences) around "... (N bytes) ...": input echoed into a message (a 300 KB
+/// descriptor, path or option value) must not bury the field named first nor the reason given
+/// last.
 inline std::string shorten_message(const std::string& message) {
-  constexpr size_t kMaxBytes = 4096, kHeadBytes = 1024;
+  constexpr size_t kMaxBytes = 4096, kEndBytes = 1024;
   if (message.size() <= kMaxBytes) return message;
-  return message.substr(0, utf8_cut(message, kHeadBytes)) + "... (" +
-         std::to_string(message.size()) + " bytes)";
+  size_t tail = message.size() - kEndBytes;
+  while (tail < message.size() && (static_cast<unsigned char>(message[tail]) & 0xc0) == 0x80)
+    ++tail;
+  return message.substr(0, utf8_cut(message, kEndBytes)) + "... (" +
+         std::to_string(message.size()) + " bytes) ..." + message.substr(tail);
 }
 
 /// Thrown for every rejected input and every failed operation. The message names the offending

@@ -39,7 +39,14 @@ bool is_bool(nb::handle v) {
 bool is_int(nb::handle v) {
   if (is_bool(v)) return false;
   if (PyLong_Check(v.ptr())) return true;
-  return PyIndex_Check(v.ptr()) && !PyFloat_Check(v.ptr());
+  if (!PyIndex_Check(v.ptr()) || PyFloat_Check(v.ptr())) return false;
+  // numpy.array([1, 1]) has __index__ but raises TypeError from it: not an int (its message
+  // had been "must be in [0, 2^31], got array([1, 1])").
+  const nb::object index = nb::steal(PyNumber_Index(v.ptr()));
+  if (index.is_valid()) return true;
+  const bool type_error = PyErr_ExceptionMatches(PyExc_TypeError);
+  PyErr_Clear();
+  return !type_error;
 }
 
 // v as int64; false when it does not fit (or its __index__ fails).

@@ -30,6 +30,8 @@ algorithm's default config) instead; a config without algo raises convtune.Error
 threads, perfdb, find_mode: as for conv2d.
 
 Then pack_weights(w) once and execute(x) -> numpy.ndarray (N, K, OH, OW) as often as needed.
+A Plan may be shared by threads: their execute() and pack_weights() calls take turns (they share
+the Plan's workspace); a Plan per thread runs them in parallel.
 Raises convtune.Error (a ValueError) naming the field or argument, for a wrong type too
 ("algo: expected a str, got int 5").)";
 

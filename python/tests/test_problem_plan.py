@@ -1,6 +1,10 @@
 """convtune.Problem and convtune.Plan (pre-packed weights) against conv2d and the reference."""
 
+import os
 import pickle
+import signal
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -132,3 +136,64 @@ def test_numpy_integer_scalars_count_as_ints(rng):
         convtune.Problem(C=3, H=9, W=9, K=4, R=3, S=3, stride=np.bool_(True))
     with pytest.raises(convtune.Error, match=r"must be in"):
         convtune.Problem(C=np.uint64(2**63), H=9, W=9, K=4, R=3, S=3)
+
+
+def test_plan_shared_by_threads(rng):
+    # execute() releases the GIL and one Plan has one workspace: calls from several threads take
+    # turns (they had mixed each other's intermediate results: 10-368 of 400 outputs wrong).
+    p = convtune.Problem(N=1, C=32, H=20, W=20, K=32, R=3, S=3, padding=1)
+    plan = convtune.Plan(p, algo="cpu.winograd", config="m4")
+    cases = []
+    for _ in range(4):
+        x = rng.uniform(-1, 1, p.x_shape).astype(np.float32)
+        w = rng.uniform(-1, 1, p.w_shape).astype(np.float32)
+        cases.append((x, w) + conv2d_ref(x, w, padding=1))
+    results = [[] for _ in cases]
+
+    def run(i):
+        x, w, _, _ = cases[i]
+        for _ in range(10):
+            results[i].append(plan.execute(x, w))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for (_, _, ref, scale), ys in zip(cases, results):
+        assert len(ys) == 10
+        for y in ys:
+            assert_close(y, ref, scale)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_multithreaded_call_in_a_forked_child(rng):
+    # GNU OpenMP hangs starting threads in a child forked after its pool started (multiprocessing's
+    # default start method on Linux): such a child runs on one thread instead of hanging.
+    x = rng.uniform(-1, 1, (1, 8, 16, 16)).astype(np.float32)
+    w = rng.uniform(-1, 1, (8, 8, 3, 3)).astype(np.float32)
+    ref, scale = conv2d_ref(x, w, padding=1)
+    assert_close(convtune.conv2d(x, w, padding=1, threads=2), ref, scale)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            y = convtune.conv2d(x, w, padding=1, threads=2)
+            plan = convtune.Plan(convtune.Problem(N=1, C=8, H=16, W=16, K=8, R=3, S=3, padding=1),
+                                 algo="cpu.im2col_gemm", threads=2)
+            assert_close(y, ref, scale)
+            assert_close(plan.execute(x, w), ref, scale)
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 120
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung")
+        time.sleep(0.05)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
