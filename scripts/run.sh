@@ -5,7 +5,8 @@
 # Extra arguments go to `autotune tune` (e.g. --force, --threads 2, --db PATH, --json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
-./scripts/build.sh autotune  # the library and the CLI; not the tests
+# Setup and build messages go to stderr, so that stdout is only the table (or the --json).
+./scripts/setup.sh >&2
+./scripts/build.sh autotune >&2  # the library and the CLI; not the tests
 layers="${CONVTUNE_LAYERS:-$(pwd)/../shared/layers}"
 exec ./build/autotune tune --batch "$layers/seed_alexnet_conv1.txt" "$@"

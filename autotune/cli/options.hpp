@@ -80,7 +80,8 @@ struct Common {
   std::string device = "cpu";
   bool json = false;
   void add_to(CLI::App* app, bool with_db) {
-    app->add_option("--threads", threads, "CPU threads (0 = all)")
+    app->add_option("--threads", threads,
+                    "CPU threads (0 = the OpenMP default: OMP_NUM_THREADS, else every core)")
         ->check(integer_text())
         ->check(CLI::Range(0, conv::kMaxThreads));
     if (with_db)
@@ -88,7 +89,7 @@ struct Common {
                       "perf database path (default: $CONVTUNE_PERFDB, else "
                       "$XDG_CACHE_HOME/convtune/perfdb.sqlite, else ~/.cache/convtune/...)")
           ->check([](const std::string& v) { return v.empty() ? "empty path" : ""; });
-    app->add_option("--device", device, "cpu or cuda:N");
+    app->add_option("--device", device, "cpu or cuda:N (explain: also all, every device)");
     app->add_flag("--json", json, "print JSON instead of tables");
   }
   std::string db_path() const { return db.empty() ? conv::PerfDb::default_path() : db; }
@@ -162,7 +163,8 @@ struct TuneArgs {
     app->add_option("--shard", shard,
                     "tune only shard I of N of the distinct problems (\"I/N\", 0 <= I < N), or "
                     "\"auto\": from a Slurm job array (SLURM_ARRAY_TASK_ID, "
-                    "SLURM_ARRAY_TASK_COUNT) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, "
+                    "SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN) or a Kubernetes Indexed Job "
+                    "(JOB_COMPLETION_INDEX, "
                     "CONVTUNE_SHARD_COUNT)")
         ->check([](const std::string& v) {
           return v.empty() ? "expected I/N with 0 <= I < N, or auto, got \"\"" : "";

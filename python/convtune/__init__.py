@@ -17,7 +17,8 @@ tensors) are read in place. Times are in milliseconds, sizes in bytes, speeds in
   MemoryError when an output does not fit in memory. A missing argument, an extra positional
   one or an unknown keyword is Python's own TypeError, as for any function.
 
-The perf database is ``$CONVTUNE_PERFDB``, else ``~/.cache/convtune/perfdb.sqlite``.
+The perf database is ``$CONVTUNE_PERFDB``, else ``$XDG_CACHE_HOME/convtune/perfdb.sqlite``,
+else ``~/.cache/convtune/perfdb.sqlite``.
 """
 
 from ._convtune import (

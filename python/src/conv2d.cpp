@@ -25,7 +25,7 @@ float32, C-contiguous CPU array: a NumPy array or any object with __dlpack__ (e.
 torch.Tensor), read in place without copying.
 stride, dilation: int or (h, w); dilation 1 = dense. padding: int, (h, w), or
 (top, bottom, left, right) for asymmetric padding. groups: C and K must be divisible by it.
-threads: CPU threads (0 = all); part of the perf-database fingerprint. In a process forked
+threads: CPU threads (0 = the OpenMP default: OMP_NUM_THREADS, else every core); part of the perf-database fingerprint. In a process forked
 after a call with more than one thread (multiprocessing's default "fork" start method), every
 call runs on one thread: GNU OpenMP hangs starting threads there. Use the "spawn" or
 "forkserver" start method for parallel workers that each use several threads.

@@ -98,7 +98,8 @@ void bind_perfdb(nb::module_& m) {
       [](nb::handle threads) { return conv::Device::cpu().fingerprint(thread_arg(threads)); },
       nb::arg("threads").none() = 0,
       "The text that identifies this CPU in perf databases: 'cpu|<brand>|<ISA>|threads=N' "
-      "(threads 0 = all; '|onednn=<cap>' before '|threads' where ONEDNN_MAX_CPU_ISA keeps oneDNN "
+      "(threads 0 = the OpenMP default; '|onednn=<cap>' before '|threads' where ONEDNN_MAX_CPU_ISA "
+      "keeps oneDNN "
       "below <ISA>). Raises convtune.Error naming threads for a bad value or type.");
   m.def(
       "cpu_isa", [] { return std::string(conv::to_string(conv::cpu_isa())); },
