@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "fork_guard.hpp"
+
 namespace conv {
 
 // Each thread times short chunks and keeps its fastest: another process that takes the core
@@ -17,6 +19,7 @@ double fma_peak(int threads, double ms) {
   using Clock = std::chrono::steady_clock;
   constexpr int kReps = 16384;  // about 0.1 ms per chunk
   double total_gflops = 0;
+  note_parallel_region(threads);
 #pragma omp parallel num_threads(threads) reduction(+ : total_gflops)
   {
     typename Vec::type acc[12];

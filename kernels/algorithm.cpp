@@ -1,4 +1,5 @@
 // The checks of the Algorithm interface shared by every kernel, and its defaults.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -7,6 +8,7 @@
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
 #include "conv/error.hpp"
+#include "fork_guard.hpp"
 #include "problem_fields.hpp"
 
 namespace conv {
@@ -63,9 +65,11 @@ std::string who(const Algorithm& a) {
 
 // The tensors a call writes (y, the workspace) must not share a byte with any other: a kernel
 // reads x, w and the bias after it has written parts of y and the workspace, so an in-place
-// call (y = x) had returned silently wrong results. Throws naming the written one first.
+// call (y = x) had returned silently wrong results. The workspace counts with the bytes the
+// config uses, not the caller's capacity: one scratch arena may hold the workspace and, after
+// it, the tensors. Throws naming the written one first.
 void check_disjoint(const Algorithm& algo, const ConvProblem& p, const ForwardArgs& a,
-                    size_t packed_bytes) {
+                    size_t workspace_bytes, size_t packed_bytes) {
   struct Span {
     const char* name;
     const void* at;
@@ -73,7 +77,7 @@ void check_disjoint(const Algorithm& algo, const ConvProblem& p, const ForwardAr
   };
   const Span spans[] = {
       {"y", a.y, static_cast<size_t>(p.y_bytes())},
-      {"workspace", a.workspace, a.workspace ? a.workspace_size : 0},
+      {"workspace", a.workspace, a.workspace ? std::min(a.workspace_size, workspace_bytes) : 0},
       {"x", a.x, static_cast<size_t>(p.x_bytes())},
       {"w", a.packed_weights ? nullptr : a.w, static_cast<size_t>(p.w_bytes())},
       {"bias", a.bias, a.bias ? static_cast<size_t>(p.K) * sizeof(float) : 0},
@@ -87,8 +91,8 @@ void check_disjoint(const Algorithm& algo, const ConvProblem& p, const ForwardAr
       const auto lo = reinterpret_cast<uintptr_t>(s.at), tlo = reinterpret_cast<uintptr_t>(t.at);
       if (lo < tlo + t.bytes && tlo < lo + s.bytes)
         throw Error(std::string(s.name) + who(algo) + "overlaps " + t.name +
-                    " (in-place convolution is not supported: " + s.name +
-                    " needs its own memory)");
+                    " (y and the workspace need memory of their own: in-place convolution is not "
+                    "supported)");
     }
   }
 }
@@ -127,7 +131,9 @@ void Algorithm::add_error_scale(const ConvProblem& p, const std::string& config,
   if (!x) throw Error("x" + who(*this) + "null input");
   if (!w) throw Error("w" + who(*this) + "null weights");
   if (!scale) throw Error("scale" + who(*this) + "null output");
-  do_add_error_scale(p, config, x, w, scale, resolve_threads(threads));
+  const int t = resolve_threads(threads);
+  note_parallel_region(t);
+  do_add_error_scale(p, config, x, w, scale, t);
 }
 
 size_t Algorithm::packed_weights_bytes(const ConvProblem& p, const std::string& config) const {
@@ -162,7 +168,8 @@ void Algorithm::forward(const ConvProblem& p, const std::string& config,
   if (!a.w && !a.packed_weights)
     throw Error("w" + who(*this) + "null weights" +
                 (args.packed_weights ? " (config \"" + config + "\" packs no weights)" : ""));
-  check_disjoint(*this, p, a, packed_payload);
+  check_disjoint(*this, p, a, do_workspace_bytes(p, config), packed_payload);
+  note_parallel_region(a.threads);
   do_forward(p, config, a);
 }
 
@@ -172,6 +179,7 @@ void Algorithm::pack_weights(const ConvProblem& p, const std::string& config, co
   if (!w) throw Error("w" + who(*this) + "null weights");
   if (!packed) throw Error("packed" + who(*this) + "null buffer");
   const int t = resolve_threads(threads);
+  note_parallel_region(t);
   const size_t n = do_packed_weights_bytes(p, config);
   if (n == 0)
     throw Error("config" + who(*this) + "\"" + config +

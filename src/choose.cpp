@@ -166,6 +166,15 @@ Choice named_choice(const ConvProblem& p, const std::string& algo_id, const std:
   return c;
 }
 
+// A value no enumerator names (a cast in the caller) is refused, not taken for the default; checked
+// before the environment and the winner cache can answer.
+void check_find_mode(const ForwardOptions& o) {
+  if (o.find_mode != FindMode::tune && o.find_mode != FindMode::heuristic &&
+      o.find_mode != FindMode::db_only)
+    throw Error("find_mode (ForwardOptions::find_mode): expected tune, heuristic or db_only, got " +
+                std::to_string(static_cast<int>(o.find_mode)));
+}
+
 FindMode effective_find_mode(const ForwardOptions& o) {
   // Empty means unset, as for CONVTUNE_MAX_ISA and CONVTUNE_PERFDB.
   if (const char* env = std::getenv("CONVTUNE_FIND_MODE"); env && *env) {
@@ -175,14 +184,11 @@ FindMode effective_find_mode(const ForwardOptions& o) {
       throw Error(std::string("CONVTUNE_FIND_MODE: ") + e.what());
     }
   }
-  if (o.find_mode != FindMode::tune && o.find_mode != FindMode::heuristic &&
-      o.find_mode != FindMode::db_only)
-    throw Error("find_mode (ForwardOptions::find_mode): expected tune, heuristic or db_only, got " +
-                std::to_string(static_cast<int>(o.find_mode)));
   return o.find_mode;
 }
 
 Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
+  check_find_mode(o);
   const int threads = resolve_threads(o.threads);
   const Key<std::string_view> key = cache_key(p, o, threads, path);
   WinnerCache& cache = winner_cache();

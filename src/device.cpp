@@ -13,6 +13,7 @@
 
 #include "conv/error.hpp"
 #include "device_ops.hpp"
+#include "fork_guard.hpp"
 
 namespace conv {
 
@@ -64,9 +65,7 @@ const char* to_string(CpuIsa isa) {
 
 namespace {
 
-// GNU OpenMP cannot start threads in a child forked after its thread pool started: every
-// multi-threaded region there hangs (multiprocessing's default start method on Linux forks).
-// Such a child runs every call on one thread instead. Process state, not a cache: set once.
+// See fork_guard.hpp. Process state, not a cache: each is set once.
 std::atomic<bool> omp_threads_started{false};
 std::atomic<bool> forked_after_omp{false};
 
@@ -87,9 +86,12 @@ int resolve_threads(int64_t threads) {
   // OMP_NUM_THREADS may ask for more than the runtime can start (100000 crashed in GOMP_parallel).
   const int n =
       threads > 0 ? static_cast<int>(threads) : std::min(omp_get_max_threads(), kMaxThreads);
-  if (n > 1 && !omp_threads_started.load(std::memory_order_relaxed))
-    omp_threads_started.store(true);
   return n;
+}
+
+void note_parallel_region(int threads) {
+  if (threads > 1 && !omp_threads_started.load(std::memory_order_relaxed))
+    omp_threads_started.store(true);
 }
 
 const char* version() {

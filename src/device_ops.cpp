@@ -128,10 +128,15 @@ PluginState load_plugin() {
     }
   }
   std::string why;
-  if (const std::string soname = elf_soname(path, why); soname != kPluginSoname) {
-    st.status = path + " is not convtune's CUDA plugin (" +
-                (soname.empty() ? why : "its soname is " + soname) + ", not " + kPluginSoname +
-                "), so it is not loaded";
+  const std::string soname = S_ISREG(sb.st_mode) ? elf_soname(path, why) : "";
+  if (!S_ISREG(sb.st_mode)) why = "is not a regular file";
+  if (soname.empty()) {
+    st.status = "cannot load " + path + " as convtune's CUDA plugin: it " + why;
+    return st;
+  }
+  if (soname != kPluginSoname) {
+    st.status = path + " is not convtune's CUDA plugin (its soname is " + soname + ", not " +
+                kPluginSoname + "), so it is not loaded";
     return st;
   }
   dlerror();

@@ -7,9 +7,10 @@
 
 namespace conv {
 
-/// The soname of the 64-bit little-endian ELF file at `path`. Returns "" and sets `why` (e.g.
-/// "not an ELF file", "has no soname") when there is none; every offset in the file is
-/// bounds-checked, so any file is safe to pass.
+/// The soname of the 64-bit little-endian x86-64 shared library at `path`. Returns "" and sets
+/// `why` to the reason ("cannot be read", "is not an ELF file", "has no soname", ...) when there
+/// is none. Reads only the ELF header, the section headers, the first dynamic section and its
+/// string table, each checked against the file's size, so any file is safe to pass.
 std::string elf_soname(const std::string& path, std::string& why);
 
 }  // namespace conv

@@ -1,5 +1,6 @@
 // conv::Plan: choose once (on the packed-weights path), keep the workspace and the packed
 // weights, run many times without any lookup.
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct Plan::Impl {
   // Calls from several threads share the workspace and the packed weights: they take turns
   // (unlocked, they had silently mixed each other's intermediate results).
   std::mutex mutex;
+  // has_packed || kept_w, readable without the mutex: Python asks it holding the GIL, which
+  // waiting for another thread's execute() would hold for the whole convolution.
+  std::atomic<bool> weights_kept{false};
 };
 
 Plan::Plan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -94,16 +98,17 @@ void Plan::pack_weights(const float* w) {
     impl_->ops->upload(impl_->packed.data(), host.data(), wb, stream);
     impl_->ops->synchronize(stream);
     impl_->kept_w = static_cast<const float*>(impl_->packed.data());
+    impl_->weights_kept = true;
     return;
   }
   impl_->packed.reserve(*impl_->ops, bytes);
   c.algo->pack_weights(impl_->problem, c.config, w, impl_->packed.data(), impl_->options.threads);
   impl_->has_packed = true;
+  impl_->weights_kept = true;
 }
 
 bool Plan::has_packed_weights() const {
-  const std::lock_guard<std::mutex> lock(impl().mutex);
-  return impl_->has_packed || impl_->kept_w;
+  return impl().weights_kept;
 }
 
 void Plan::execute(const float* x, const float* w, const float* bias, float* y) {

@@ -314,17 +314,31 @@ TEST_CASE("forward: an output or workspace sharing memory with another tensor is
     };
     CHECK_THROWS_WITH(run(x.floats(), nullptr, x.floats(), own_ws.data(), need),
                       Catch::StartsWith("y: " + id + ": overlaps x"));
-    // One float of overlap is enough.
-    CHECK_THROWS_WITH(run(x.floats(), nullptr, x.floats() + p.x_elems() - 1, own_ws.data(), need),
+    // One float of overlap is enough (within one arena: were it not refused, the kernel would
+    // still write inside the arena).
+    conv::AlignedBuffer xy(p.x_bytes() + p.y_bytes());
+    std::copy(ref.x(), ref.x() + p.x_elems(), xy.floats());
+    CHECK_THROWS_WITH(run(xy.floats(), nullptr, xy.floats() + p.x_elems() - 1, own_ws.data(), need),
                       Catch::StartsWith("y: " + id + ": overlaps x"));
+    // A larger workspace than the config uses may hold the tensors after the part it uses: one
+    // scratch arena for both, as frameworks allocate.
+    conv::AlignedBuffer arena_after(need + 64 + p.y_bytes());
+    float* y_after =
+        reinterpret_cast<float*>(static_cast<char*>(arena_after.data()) + (need + 63) / 64 * 64);
+    conv::poison_nan(y_after, p.y_elems());
+    run(x.floats(), nullptr, y_after, arena_after.data(), arena_after.size());
+    CHECK(ref.compare(y_after, *a, config).ok());
     CHECK_THROWS_WITH(run(x.floats(), y.floats() + 5, y.floats(), own_ws.data(), need),
                       Catch::StartsWith("y: " + id + ": overlaps bias"));
-    // A workspace whose first 64 bytes are x's last 64.
+    // A workspace whose first 64 bytes are x's last 64: refused where the config uses any.
     conv::AlignedBuffer arena(p.x_bytes() + need);
     std::copy(ref.x(), ref.x() + p.x_elems(), arena.floats());
-    CHECK_THROWS_WITH(run(arena.floats(), nullptr, y.floats(),
-                          static_cast<char*>(arena.data()) + p.x_bytes() - 64, need),
-                      Catch::StartsWith("workspace: " + id + ": overlaps x"));
+    void* ws_in_x = static_cast<char*>(arena.data()) + p.x_bytes() - 64;
+    if (a->workspace_bytes(p, config) > 0)
+      CHECK_THROWS_WITH(run(arena.floats(), nullptr, y.floats(), ws_in_x, need),
+                        Catch::StartsWith("workspace: " + id + ": overlaps x"));
+    else
+      CHECK_NOTHROW(run(arena.floats(), nullptr, y.floats(), ws_in_x, need));
     // Adjacent buffers share no byte: the same call on disjoint memory gives the reference.
     conv::poison_nan(y.floats(), p.y_elems());
     run(x.floats(), nullptr, y.floats(), own_ws.data(), need);

@@ -322,7 +322,7 @@ TEST_CASE("autotune refuses a CUDA plugin path that names another library, witho
       CONVTUNE_AUTOTUNE_EXE + "' explain mb1ic1ih8oc1kh3 --device cuda:0 --budget 1");
   INFO(text.out);
   CHECK(text.code == 1);
-  CHECK_THAT(text.out, Catch::Contains("is not convtune's CUDA plugin (is not an ELF file"));
+  CHECK_THAT(text.out, Catch::Contains("as convtune's CUDA plugin: it is not an ELF file"));
 }
 
 TEST_CASE("autotune tune --algo stores no winner, the next tune measures the rest and chooses") {

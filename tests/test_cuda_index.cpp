@@ -6,7 +6,12 @@
 // and crop/bias epilogue (a naive DFT standing in for cuFFT, a plain loop for cuBLAS) executed
 // thread by thread on whole problems against the float64 reference, with NaN-poisoned shared
 // memory, scratch and outputs and sentinel guards around every buffer; and, in a CUDA build
-// without a GPU, that every cuda.* algorithm says "no CUDA device" without throwing.
+// without a GPU, that every cuda.* algorithm says "no CUDA device" without throwing; and the ELF
+// soname check that comes before the plugin is loaded.
+#include <dlfcn.h>
+#include <elf.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
@@ -14,7 +19,12 @@
 #include <array>
 #include <cmath>
 #include <complex>
+#include <cstddef>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -30,6 +40,7 @@
 #include "cuda/implicit_gemm_block.hpp"
 #include "cuda/index.hpp"
 #include "cuda/winograd_tile.hpp"
+#include "elf_soname.hpp"
 #include "support.hpp"
 
 using conv::gpu::Dim;
@@ -775,4 +786,85 @@ TEST_CASE("cuda index: the cuda.fft packing, polyphase split and epilogue match 
       check_fft_emulation(p, 12, convtest::Data::uniform);
     }
   }
+}
+
+namespace {
+
+// The path of the loaded libconvtune.so, whose soname the test knows.
+std::string convtune_library() {
+  Dl_info info{};
+  REQUIRE(dladdr(reinterpret_cast<void*>(&conv::version), &info) != 0);
+  REQUIRE(info.dli_fname != nullptr);
+  return info.dli_fname;
+}
+
+template <class T>
+void poke(std::string& bytes, uint64_t offset, T value) {
+  REQUIRE(offset + sizeof value <= bytes.size());
+  std::memcpy(bytes.data() + offset, &value, sizeof value);
+}
+
+}  // namespace
+
+TEST_CASE("elf_soname reads a library's soname, and malformed files give a reason, not a crash") {
+  // CONVTUNE_CUDA_PLUGIN names any file; its soname is read before dlopen() runs its initialisers.
+  const std::string lib = convtune_library();
+  std::string why;
+  CHECK(conv::elf_soname(lib, why).rfind("libconvtune.so.", 0) == 0);
+  std::ifstream in(lib, std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(good.size() > sizeof(Elf64_Ehdr));
+  Elf64_Ehdr eh{};
+  std::memcpy(&eh, good.data(), sizeof eh);
+  const auto section = [&](int i) { return eh.e_shoff + uint64_t(i) * sizeof(Elf64_Shdr); };
+  int dynamic = -1;
+  for (int i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh{};
+    std::memcpy(&sh, good.data() + section(i), sizeof sh);
+    if (sh.sh_type == SHT_DYNAMIC && dynamic < 0) dynamic = i;
+  }
+  REQUIRE(dynamic >= 0);
+  Elf64_Shdr dyn{};
+  std::memcpy(&dyn, good.data() + section(dynamic), sizeof dyn);
+  const uint64_t huge = ~uint64_t{0} - 7;
+  const std::vector<std::pair<std::string, std::function<void(std::string&)>>> broken = {
+      {"truncated to 16 bytes", [](std::string& b) { b.resize(16); }},
+      {"truncated before the section headers", [&](std::string& b) { b.resize(eh.e_shoff); }},
+      {"e_shoff past the end",
+       [&](std::string& b) { poke(b, offsetof(Elf64_Ehdr, e_shoff), huge); }},
+      {"e_shnum 65535",
+       [&](std::string& b) { poke(b, offsetof(Elf64_Ehdr, e_shnum), uint16_t{65535}); }},
+      {"dynamic sh_offset past the end",
+       [&](std::string& b) { poke(b, section(dynamic) + offsetof(Elf64_Shdr, sh_offset), huge); }},
+      {"dynamic sh_size huge",
+       [&](std::string& b) { poke(b, section(dynamic) + offsetof(Elf64_Shdr, sh_size), huge); }},
+      {"dynamic sh_link out of range",
+       [&](std::string& b) {
+         poke(b, section(dynamic) + offsetof(Elf64_Shdr, sh_link), uint32_t{60000});
+       }},
+      {"string table sh_offset past the end",
+       [&](std::string& b) {
+         poke(b, section(dyn.sh_link) + offsetof(Elf64_Shdr, sh_offset), huge);
+       }},
+      {"string table sh_size huge",
+       [&](std::string& b) {
+         poke(b, section(dyn.sh_link) + offsetof(Elf64_Shdr, sh_size), huge);
+       }},
+      {"not ELF", [](std::string& b) { b[1] = 'X'; }},
+  };
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("convtune-elf-" + std::to_string(::getpid()) + ".so"))
+                               .string();
+  for (const auto& [what, edit] : broken) {
+    std::string bytes = good;
+    edit(bytes);
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), bytes.size());
+    why.clear();
+    INFO(what);
+    CHECK(conv::elf_soname(path, why).empty());
+    CHECK_FALSE(why.empty());
+  }
+  std::filesystem::remove(path);
+  CHECK(conv::elf_soname(path, why).empty());
+  CHECK(why == "cannot be read");
 }

@@ -23,8 +23,6 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A MIOpenDriver conv command line found among the arguments (`autotune explain conv -n 1 -c 64
-// ... -F 1 -t 1`): main() picks its tokens out before CLI11 parses the rest.
 // CLI11's Range answers "1.5" or "" with "not in range", which 1.5 is not.
 inline CLI::Validator integer_text() {
   return CLI::Validator(
@@ -37,6 +35,8 @@ inline CLI::Validator integer_text() {
       "INT");
 }
 
+// A MIOpenDriver conv command line found among the arguments (`autotune explain conv -n 1 -c 64
+// ... -F 1 -t 1`): main() picks its tokens out before CLI11 parses the rest.
 struct MiopenArgs {
   std::vector<std::string> args;
   bool any() const { return !args.empty(); }
@@ -81,7 +81,8 @@ struct Common {
   bool json = false;
   void add_to(CLI::App* app, bool with_db) {
     app->add_option("--threads", threads,
-                    "CPU threads (0 = the OpenMP default: OMP_NUM_THREADS, else every core)")
+                    "CPU threads (0 = the OpenMP default: OMP_NUM_THREADS, else one per CPU the "
+                    "process may run on)")
         ->check(integer_text())
         ->check(CLI::Range(0, conv::kMaxThreads));
     if (with_db)

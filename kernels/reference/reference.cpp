@@ -5,11 +5,14 @@
 #include <cmath>
 #include <vector>
 
+#include "fork_guard.hpp"
+
 namespace conv::ref {
 
 void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, double* y_ref,
              double* abs_sum, int threads) {
   const int64_t OH = p.OH(), OW = p.OW(), Cg = p.Cg(), Kg = p.Kg();
+  note_parallel_region(threads);
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(threads)
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t k = 0; k < p.K; ++k) {

@@ -44,9 +44,10 @@ bool is_int(nb::handle v) {
   // had been "must be in [0, 2^31], got array([1, 1])").
   const nb::object index = nb::steal(PyNumber_Index(v.ptr()));
   if (index.is_valid()) return true;
-  const bool type_error = PyErr_ExceptionMatches(PyExc_TypeError);
+  // KeyboardInterrupt, MemoryError, ...: not a verdict on the type.
+  if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();
   PyErr_Clear();
-  return !type_error;
+  return false;
 }
 
 // v as int64; false when it does not fit (or its __index__ fails).

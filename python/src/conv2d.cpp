@@ -25,12 +25,13 @@ float32, C-contiguous CPU array: a NumPy array or any object with __dlpack__ (e.
 torch.Tensor), read in place without copying.
 stride, dilation: int or (h, w); dilation 1 = dense. padding: int, (h, w), or
 (top, bottom, left, right) for asymmetric padding. groups: C and K must be divisible by it.
-threads: CPU threads (0 = the OpenMP default: OMP_NUM_THREADS, else every core); part of the perf-database fingerprint. In a process forked
-after a call with more than one thread (multiprocessing's default "fork" start method), every
-call runs on one thread: GNU OpenMP hangs starting threads there. Use the "spawn" or
-"forkserver" start method for parallel workers that each use several threads.
+threads: CPU threads (0 = the OpenMP default: OMP_NUM_THREADS, else one per CPU the process may
+run on); part of the perf-database fingerprint. In a process forked after a call with more than
+one thread (multiprocessing's default "fork" start method), every call runs on one thread, and
+finds and stores its perf-database entries for threads=1: GNU OpenMP hangs starting threads
+there. Use the "spawn" or "forkserver" start method for workers that each use several threads.
 perfdb: perf database path, str or os.PathLike (default $CONVTUNE_PERFDB, else
-~/.cache/convtune/perfdb.sqlite).
+$XDG_CACHE_HOME/convtune/perfdb.sqlite, else ~/.cache/convtune/perfdb.sqlite).
 find_mode: what to do when the database has no winner for this problem: "tune" (measure
 every algorithm now and store the winner; the default, takes about a second or more the first
 time per problem), "heuristic" (a cheap rule) or "db_only" (raise).
