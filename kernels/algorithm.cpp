@@ -67,32 +67,44 @@ std::string who(const Algorithm& a) {
 // reads x, w and the bias after it has written parts of y and the workspace, so an in-place
 // call (y = x) had returned silently wrong results. The workspace counts with the bytes the
 // config uses, not the caller's capacity: one scratch arena may hold the workspace and, after
-// it, the tensors. Throws naming the written one first.
+// it, the tensors. `workspace_used()` gives those bytes; it is asked only where the capacity
+// overlaps, so a call pays no second size computation. Throws naming the written one first.
+template <class WorkspaceUsed>
 void check_disjoint(const Algorithm& algo, const ConvProblem& p, const ForwardArgs& a,
-                    size_t workspace_bytes, size_t packed_bytes) {
+                    size_t packed_bytes, WorkspaceUsed workspace_used) {
   struct Span {
     const char* name;
     const void* at;
     size_t bytes;
   };
-  const Span spans[] = {
+  Span spans[] = {
       {"y", a.y, static_cast<size_t>(p.y_bytes())},
-      {"workspace", a.workspace, a.workspace ? std::min(a.workspace_size, workspace_bytes) : 0},
+      {"workspace", a.workspace, a.workspace ? a.workspace_size : 0},
       {"x", a.x, static_cast<size_t>(p.x_bytes())},
       {"w", a.packed_weights ? nullptr : a.w, static_cast<size_t>(p.w_bytes())},
       {"bias", a.bias, a.bias ? static_cast<size_t>(p.K) * sizeof(float) : 0},
       {"packed_weights", a.packed_weights, packed_bytes},
   };
-  constexpr size_t kWritten = 2;
+  const auto overlap = [](const Span& s, const Span& t) {
+    if (!s.at || !t.at || s.bytes == 0 || t.bytes == 0) return false;
+    const auto lo = reinterpret_cast<uintptr_t>(s.at), tlo = reinterpret_cast<uintptr_t>(t.at);
+    return lo < tlo + t.bytes && tlo < lo + s.bytes;
+  };
+  constexpr size_t kWritten = 2, kWorkspace = 1;
+  bool trimmed = false;  // spans[kWorkspace] holds the used bytes, not the capacity
   for (size_t i = 0; i < kWritten; ++i) {
     for (size_t j = i + 1; j < std::size(spans); ++j) {
       const Span &s = spans[i], &t = spans[j];
-      if (!s.at || !t.at || s.bytes == 0 || t.bytes == 0) continue;
-      const auto lo = reinterpret_cast<uintptr_t>(s.at), tlo = reinterpret_cast<uintptr_t>(t.at);
-      if (lo < tlo + t.bytes && tlo < lo + s.bytes)
-        throw Error(std::string(s.name) + who(algo) + "overlaps " + t.name +
-                    " (y and the workspace need memory of their own: in-place convolution is not "
-                    "supported)");
+      if (!overlap(s, t)) continue;
+      if (!trimmed && (i == kWorkspace || j == kWorkspace)) {
+        // Shrinking the span only removes overlaps, so the pairs checked before stay clear.
+        spans[kWorkspace].bytes = std::min(spans[kWorkspace].bytes, workspace_used());
+        trimmed = true;
+        if (!overlap(s, t)) continue;
+      }
+      throw Error(std::string(s.name) + who(algo) + "overlaps " + t.name +
+                  " (y and the workspace need memory of their own: in-place convolution is not "
+                  "supported)");
     }
   }
 }
@@ -168,7 +180,7 @@ void Algorithm::forward(const ConvProblem& p, const std::string& config,
   if (!a.w && !a.packed_weights)
     throw Error("w" + who(*this) + "null weights" +
                 (args.packed_weights ? " (config \"" + config + "\" packs no weights)" : ""));
-  check_disjoint(*this, p, a, do_workspace_bytes(p, config), packed_payload);
+  check_disjoint(*this, p, a, packed_payload, [&] { return do_workspace_bytes(p, config); });
   note_parallel_region(a.threads);
   do_forward(p, config, a);
 }

@@ -84,9 +84,7 @@ int resolve_threads(int64_t threads) {
                 std::to_string(threads));
   if (forked_after_omp.load(std::memory_order_relaxed)) return 1;
   // OMP_NUM_THREADS may ask for more than the runtime can start (100000 crashed in GOMP_parallel).
-  const int n =
-      threads > 0 ? static_cast<int>(threads) : std::min(omp_get_max_threads(), kMaxThreads);
-  return n;
+  return threads > 0 ? static_cast<int>(threads) : std::min(omp_get_max_threads(), kMaxThreads);
 }
 
 void note_parallel_region(int threads) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <sstream>
 
 #include "conv/error.hpp"
@@ -50,10 +51,15 @@ class CpuOps final : public DeviceOps {
 // oneDNN's own ISA cap, lower-cased, where it keeps oneDNN below the ISA our kernels use (e.g.
 // ONEDNN_MAX_CPU_ISA=SSE41 on an AVX2 CPU, about 10x slower); else "". Its timings then differ
 // from an uncapped run's on the same CPU, so they must not be stored under the same device.
+const char* onednn_max_isa_env() {
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
+    if (const char* v = std::getenv(name); v && *v) return v;
+  return nullptr;
+}
+
 static std::string onednn_isa_below_ours() {
-  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
-  if (!cap || !*cap) cap = std::getenv("DNNL_MAX_CPU_ISA");
-  if (!cap || !*cap) return "";
+  const char* cap = onednn_max_isa_env();
+  if (!cap) return "";
   std::string v(cap);
   for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   // oneDNN's names: sse41, avx, avx2[_vnni[_2]], avx512_core[...], avx10_*, amx_*, all, default.

@@ -31,6 +31,11 @@ class DeviceOps {
 /// build has no backend for it.
 const DeviceOps& device_ops(const Device& d);
 
+/// oneDNN's own ISA cap as the environment sets it (ONEDNN_MAX_CPU_ISA, else DNNL_MAX_CPU_ISA;
+/// empty is unset, as oneDNN reads them), or null. cpu.onednn leaves such a cap alone, and the
+/// CPU fingerprint names it where it is below the ISA our kernels use.
+const char* onednn_max_isa_env();
+
 /// An allocation on one device (RAII).
 class DeviceBuffer {
  public:

@@ -43,7 +43,7 @@ const char* to_string(CpuIsa isa);
 constexpr int kMaxThreads = 1024;
 
 /// Resolves a thread count: 0 means omp_get_max_threads() (OMP_NUM_THREADS), at most
-/// kMaxThreads; 1 in a process forked after this one had resolved more than one thread (GNU
+/// kMaxThreads; 1 in a process forked after a call of this one ran on more than one thread (GNU
 /// OpenMP hangs starting threads there). Throws conv::Error ("threads") when it is negative or
 /// above kMaxThreads.
 int resolve_threads(int64_t threads);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "conv/algorithm.hpp"
+#include "device_ops.hpp"
 #include "kernels.hpp"
 #include "problem_fields.hpp"
 
@@ -87,11 +88,8 @@ int thread_ceiling() {
 // own ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) wins when set. oneDNN accepts the cap only before
 // its first ISA query; when the process used oneDNN before us, its setting stays.
 void cap_onednn_isa() {
-  const auto set = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v;  // empty is unset, for oneDNN and for the fingerprint
-  };
-  if (!set("CONVTUNE_MAX_ISA") || set("ONEDNN_MAX_CPU_ISA") || set("DNNL_MAX_CPU_ISA")) return;
+  const char* ours = std::getenv("CONVTUNE_MAX_ISA");
+  if (!ours || !*ours || onednn_max_isa_env()) return;
   const CpuIsa isa = cpu_isa();
   try {
     dnnl::set_max_cpu_isa(isa == CpuIsa::avx512 ? dnnl::cpu_isa::avx512_core

@@ -83,9 +83,6 @@ bool as_ints(nb::handle v, std::vector<int64_t>* out, const char* name, const ch
   return true;
 }
 
-constexpr const char* kSizeRange = "[1, 2^31]";
-constexpr const char* kPadRange = "[0, 2^31]";
-
 }  // namespace
 
 int64_t int_arg(nb::handle v, const std::string& name, const char* range) {

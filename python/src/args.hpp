@@ -16,9 +16,13 @@ namespace convtune_py {
 
 namespace nb = nanobind;
 
+/// The documented ranges of a problem's sizes and of its padding, as messages quote them.
+inline constexpr const char* kSizeRange = "[1, 2^31]";
+inline constexpr const char* kPadRange = "[0, 2^31]";
+
 /// A Python int (bool refused) that fits int64. Throws conv::Error "<name>: expected an int, got
 /// <type> <repr>", or for an int beyond int64 "<name>: must be in <range>, got <value>" (`range`
-/// is the documented one, e.g. "[1, 2^31]"; callers check the range itself later).
+/// is the documented one, e.g. kSizeRange; callers check the range itself later).
 int64_t int_arg(nb::handle v, const std::string& name, const char* range);
 
 /// True or False (numpy.bool_ too). Throws conv::Error "<name>: expected a bool, got <type>

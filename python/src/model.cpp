@@ -47,7 +47,7 @@ conv::InputShapes input_shapes(nb::handle inputs) {
                         Py_TYPE(value.ptr())->tp_name + " " + nb::repr(value).c_str());
     std::vector<int64_t> dims;
     for (nb::handle d : value)
-      dims.push_back(int_arg(d, where + "[" + std::to_string(dims.size()) + "]", "[1, 2^31]"));
+      dims.push_back(int_arg(d, where + "[" + std::to_string(dims.size()) + "]", kSizeRange));
     shapes[name] = std::move(dims);
   }
   return shapes;

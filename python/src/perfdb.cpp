@@ -99,8 +99,7 @@ void bind_perfdb(nb::module_& m) {
       nb::arg("threads").none() = 0,
       "The text that identifies this CPU in perf databases: 'cpu|<brand>|<ISA>|threads=N' "
       "(threads 0 = the OpenMP default; '|onednn=<cap>' before '|threads' where ONEDNN_MAX_CPU_ISA "
-      "keeps oneDNN "
-      "below <ISA>). Raises convtune.Error naming threads for a bad value or type.");
+      "keeps oneDNN below <ISA>). Raises convtune.Error naming threads for a bad value or type.");
   m.def(
       "cpu_isa", [] { return std::string(conv::to_string(conv::cpu_isa())); },
       "The instruction set the CPU kernels use: 'avx512', 'avx2' or 'scalar' (capped by "

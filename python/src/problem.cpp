@@ -82,24 +82,22 @@ void int_field(nb::class_<ConvProblem>& cls, const char* field, int64_t ConvProb
 
 // The writable int fields, added to `cls`.
 nb::class_<ConvProblem> int_fields(nb::class_<ConvProblem> cls) {
-  const char* size = "[1, 2^31]";
-  const char* pad = "[0, 2^31]";
-  int_field(cls, "N", &ConvProblem::N, size, "batch size");
-  int_field(cls, "C", &ConvProblem::C, size, "input channels");
-  int_field(cls, "H", &ConvProblem::H, size, "input height");
-  int_field(cls, "W", &ConvProblem::W, size, "input width");
-  int_field(cls, "K", &ConvProblem::K, size, "output channels");
-  int_field(cls, "R", &ConvProblem::R, size, "kernel height");
-  int_field(cls, "S", &ConvProblem::S, size, "kernel width");
-  int_field(cls, "stride_h", &ConvProblem::stride_h, size, "vertical stride");
-  int_field(cls, "stride_w", &ConvProblem::stride_w, size, "horizontal stride");
-  int_field(cls, "pad_top", &ConvProblem::pad_top, pad, "rows of zeros above");
-  int_field(cls, "pad_bottom", &ConvProblem::pad_bottom, pad, "rows of zeros below");
-  int_field(cls, "pad_left", &ConvProblem::pad_left, pad, "columns of zeros on the left");
-  int_field(cls, "pad_right", &ConvProblem::pad_right, pad, "columns of zeros on the right");
-  int_field(cls, "dilation_h", &ConvProblem::dilation_h, size, "1 = dense");
-  int_field(cls, "dilation_w", &ConvProblem::dilation_w, size, "1 = dense");
-  int_field(cls, "groups", &ConvProblem::groups, size, "C and K are divisible by it");
+  int_field(cls, "N", &ConvProblem::N, kSizeRange, "batch size");
+  int_field(cls, "C", &ConvProblem::C, kSizeRange, "input channels");
+  int_field(cls, "H", &ConvProblem::H, kSizeRange, "input height");
+  int_field(cls, "W", &ConvProblem::W, kSizeRange, "input width");
+  int_field(cls, "K", &ConvProblem::K, kSizeRange, "output channels");
+  int_field(cls, "R", &ConvProblem::R, kSizeRange, "kernel height");
+  int_field(cls, "S", &ConvProblem::S, kSizeRange, "kernel width");
+  int_field(cls, "stride_h", &ConvProblem::stride_h, kSizeRange, "vertical stride");
+  int_field(cls, "stride_w", &ConvProblem::stride_w, kSizeRange, "horizontal stride");
+  int_field(cls, "pad_top", &ConvProblem::pad_top, kPadRange, "rows of zeros above");
+  int_field(cls, "pad_bottom", &ConvProblem::pad_bottom, kPadRange, "rows of zeros below");
+  int_field(cls, "pad_left", &ConvProblem::pad_left, kPadRange, "columns of zeros on the left");
+  int_field(cls, "pad_right", &ConvProblem::pad_right, kPadRange, "columns of zeros on the right");
+  int_field(cls, "dilation_h", &ConvProblem::dilation_h, kSizeRange, "1 = dense");
+  int_field(cls, "dilation_w", &ConvProblem::dilation_w, kSizeRange, "1 = dense");
+  int_field(cls, "groups", &ConvProblem::groups, kSizeRange, "C and K are divisible by it");
   return cls;
 }
 
@@ -130,7 +128,7 @@ void bind_problem(nb::module_& m) {
               return;
             }
             auto size = [](nb::handle v, const char* field) {
-              return v.is_none() ? int64_t{1} : int_arg(v, field, "[1, 2^31]");
+              return v.is_none() ? int64_t{1} : int_arg(v, field, kSizeRange);
             };
             ConvProblem p;
             p.N = size(N, "N"), p.C = size(C, "C"), p.H = size(H, "H"), p.W = size(W, "W");
