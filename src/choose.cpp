@@ -161,7 +161,7 @@ Choice named_choice(const ConvProblem& p, const std::string& algo_id, const std:
   Choice c;
   c.algo = a;
   c.config = config;
-  c.source = ChoiceSource::heuristic;
+  c.source = ChoiceSource::named;
   c.workspace_bytes = a->workspace_bytes(p, config);
   return c;
 }

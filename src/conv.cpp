@@ -21,6 +21,8 @@ const char* to_string(ChoiceSource s) {
       return "perfdb";
     case ChoiceSource::tuned:
       return "tuned";
+    case ChoiceSource::named:
+      return "named";
     default:
       return "heuristic";
   }

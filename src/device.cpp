@@ -80,8 +80,8 @@ void mark_forked_child() {
 
 int resolve_threads(int64_t threads) {
   if (threads < 0 || threads > kMaxThreads)
-    throw Error("threads: must be in [0, " + std::to_string(kMaxThreads) + "] (0 = all), got " +
-                std::to_string(threads));
+    throw Error("threads: must be in [0, " + std::to_string(kMaxThreads) +
+                "] (0 = the OpenMP default), got " + std::to_string(threads));
   if (forked_after_omp.load(std::memory_order_relaxed)) return 1;
   // OMP_NUM_THREADS may ask for more than the runtime can start (100000 crashed in GOMP_parallel).
   return threads > 0 ? static_cast<int>(threads) : std::min(omp_get_max_threads(), kMaxThreads);

@@ -348,6 +348,7 @@ TEST_CASE("forward: an output or workspace sharing memory with another tensor is
     CHECK(r.max_error <= r.bound);
   }
   auto plan = conv::Plan::create(p, "cpu.im2col_gemm", "blis");
+  CHECK(plan.choice().source == conv::ChoiceSource::named);
   CHECK_THROWS_WITH(plan.execute(x.floats(), ref.w(), nullptr, x.floats()),
                     Catch::StartsWith("y: cpu.im2col_gemm: overlaps x"));
 }

@@ -25,7 +25,9 @@ enum class FindMode {
 /// Parses "tune", "heuristic", "db_only"; throws conv::Error naming "find_mode".
 FindMode parse_find_mode(const std::string& text);
 
-enum class ChoiceSource { perfdb, tuned, heuristic };
+/// Where a choice came from: the perf database, a tune now, the heuristic rule, or the caller
+/// (Plan::create with an algorithm id: no choice was made).
+enum class ChoiceSource { perfdb, tuned, heuristic, named };
 const char* to_string(ChoiceSource s);
 
 struct ForwardOptions {

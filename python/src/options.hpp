@@ -10,8 +10,8 @@
 
 namespace convtune_py {
 
-/// The threads keyword: an int in [0, conv::kMaxThreads] (0 = all). Throws conv::Error naming
-/// "threads".
+/// The threads keyword: an int in [0, conv::kMaxThreads] (0 = the OpenMP default). Throws
+/// conv::Error naming "threads".
 inline int thread_arg(nanobind::handle v) {
   static const std::string range = "[0, " + std::to_string(conv::kMaxThreads) + "]";
   const int64_t t = int_arg(v, "threads", range.c_str());
@@ -19,8 +19,8 @@ inline int thread_arg(nanobind::handle v) {
   return static_cast<int>(t);
 }
 
-/// threads 0 = all; perfdb "" / nullopt = PerfDb::default_path(); find_mode "tune", "heuristic"
-/// or "db_only" (nullopt = the default, tune; CONVTUNE_FIND_MODE overrides either way).
+/// threads 0 = the OpenMP default; perfdb "" / nullopt = PerfDb::default_path(); find_mode "tune",
+/// "heuristic" or "db_only" (nullopt = the default, tune; CONVTUNE_FIND_MODE overrides either way).
 inline conv::ForwardOptions forward_options(int threads, const std::optional<std::string>& perfdb,
                                             const std::optional<std::string>& find_mode) {
   conv::ForwardOptions o;

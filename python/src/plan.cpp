@@ -159,16 +159,17 @@ void bind_plan(nb::module_& m) {
           "the chosen config, e.g. 'm4'")
       .def_prop_ro(
           "source", [](const PyPlan& s) { return conv::to_string(s.plan().choice().source); },
-          "where the choice came from: 'perfdb', 'tuned' or 'heuristic'")
+          "where the choice came from: 'perfdb', 'tuned', 'heuristic' or 'named' (algo=)")
       .def_prop_ro(
           "workspace_bytes", [](const PyPlan& s) { return s.plan().workspace_bytes(); },
           "scratch memory the chosen algorithm uses, bytes")
       .def_prop_ro(
           "has_packed_weights", [](const PyPlan& s) { return s.plan().has_packed_weights(); },
           "whether execute() may omit w")
-      .def_prop_ro("choice", &choice,
-                   "dict: algo, config, source ('perfdb'/'tuned'/'heuristic'), perfdb (path or "
-                   "None), workspace_bytes, packed_weights")
+      .def_prop_ro(
+          "choice", &choice,
+          "dict: algo, config, source ('perfdb'/'tuned'/'heuristic'/'named'), perfdb (path or "
+          "None), workspace_bytes, packed_weights")
       .def("__repr__", [](const PyPlan& s) {
         const auto& c = s.plan().choice();
         return "convtune.Plan(" + conv::to_descriptor(s.plan().problem()) + ": " + c.algo_id + " " +

@@ -91,6 +91,7 @@ def test_plan_named_algorithm_and_keywords(rng):
     plan = convtune.Plan(N=1, C=3, H=9, W=9, K=2, R=3, S=3, stride=2,
                          algo="cpu.im2col_gemm")
     assert plan.algo == "cpu.im2col_gemm"
+    assert plan.source == "named"
     p = plan.problem
     x = rng.uniform(-1, 1, p.x_shape).astype(np.float32)
     w = rng.uniform(-1, 1, p.w_shape).astype(np.float32)
