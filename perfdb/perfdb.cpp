@@ -129,12 +129,14 @@ void use_wal(sqlite3* db, const std::string& path) {
   exec(db, path, "PRAGMA synchronous = NORMAL");
 }
 
-// PRAGMA quick_check reads every page (about 2 ms per MB), so a damaged file is refused at open
-// rather than by whichever later query touches the bad page; so is one with an oversized value.
+// PRAGMA integrity_check reads every page, so a damaged file is refused at open rather than by
+// whichever later query touches the bad page; so is one with an oversized value. Not quick_check:
+// it does not see two rows under one primary key (a file edited through writable_schema), which
+// every reader then took for two winners of one problem.
 // best_forward opens the file once per new problem, so each file version (device, inode, size,
 // modification time) is checked once per process. `has_tables`: the schema that check_compatible
 // accepted has the winners and candidates tables.
-void quick_check_once(sqlite3* db, const std::string& path, bool has_tables) {
+void check_file_once(sqlite3* db, const std::string& path, bool has_tables) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return;  // the SQLite open succeeded; nothing to learn here
   static std::mutex mutex;
@@ -146,11 +148,20 @@ void quick_check_once(sqlite3* db, const std::string& path, bool has_tables) {
     if (checked.count(id)) return;
   }
   with_retry(db, path, [&] {
-    Stmt s(db, path, "PRAGMA quick_check(1)");
+    Stmt s(db, path, "PRAGMA integrity_check(1)");
     std::string r = s.step() ? s.text(0) : "no result";
     if (r == "ok") return;
     std::replace(r.begin(), r.end(), '\n', ' ');
-    fail_not_perfdb(path, "damaged: quick_check says \"" + r + "\"");
+    fail_not_perfdb(path, "damaged: integrity_check says \"" + r + "\"");
+  });
+  // The schema's CHECK on winners.path, which SQLite's checks skip on a read-only connection;
+  // a row under another path was read as a second one-shot winner.
+  with_retry(db, path, [&] {
+    if (!has_tables) return;
+    Stmt s(db, path, "SELECT key FROM winners WHERE path NOT IN ('oneshot', 'packed') LIMIT 1");
+    if (s.step())
+      fail_not_perfdb(path, "damaged: winners row " + quoted_head(s.text(0)) +
+                                ": path: expected oneshot or packed");
   });
   // A value over kMaxValueBytes stops every query that reads its row (SQLITE_TOOBIG) rather
   // than being skipped as a bad row, so such a file is refused now, where the callers that
@@ -259,9 +270,9 @@ std::string bad_number(const Stmt& s, int col, const char* name, bool nullable,
   if (t == SQLITE_NULL && nullable) return "";
   const double d = s.real(col);
   if ((t != SQLITE_INTEGER && t != SQLITE_FLOAT) ||
-      !(d >= 0 && (d <= 1e300 || (infinite && std::isinf(d)))))
-    return std::string(name) +
-           (infinite ? ": expected a number >= 0" : ": expected a finite number >= 0");
+      !(d >= 0 && (d <= perf_rows::kMaxNumber || (infinite && std::isinf(d)))))
+    return std::string(name) + (infinite ? ": expected a number from 0 to 1e300, or infinity"
+                                         : ": expected a number from 0 to 1e300");
   return "";
 }
 
@@ -479,7 +490,7 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
     info = with_retry(c, path, [&] { return inspect(c, path); });
   }
   check_compatible(info, path, migrations());
-  if (info.kind != FileInfo::empty) quick_check_once(c, path, info.version >= 1);
+  if (info.kind != FileInfo::empty) check_file_once(c, path, info.version >= 1);
 
   if (read_only) {
     if (info.kind == FileInfo::empty) {

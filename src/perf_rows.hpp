@@ -13,6 +13,10 @@
 
 namespace conv::perf_rows {
 
+/// The largest time, spread or error a row holds (an error may also be +infinity): no
+/// measurement comes near it, and a database file from elsewhere is refused above it.
+inline constexpr double kMaxNumber = 1e300;
+
 /// What key_problem() says of a descriptor whose own key is other text.
 inline constexpr const char* kNotCanonicalKey = "not the canonical key of a problem";
 

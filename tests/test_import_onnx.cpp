@@ -588,3 +588,84 @@ TEST_CASE("make_onnx_models creates its folder when missing", "[import]") {
   // Writing again into the existing folder works too.
   CHECK(onnx_models::write_networks(nested).size() == 4);
 }
+
+TEST_CASE("ONNX values shape inference would crash on are refused in subgraphs and functions too",
+          "[import]") {
+  const TempDir dir;
+  // x -> <node> -> "xn" -> Conv.
+  const auto before_conv = [](onnx::ModelProto& m, onnx::NodeProto node) {
+    auto* g = m.mutable_graph();
+    node.add_input("x");
+    node.add_output("xn");
+    *g->add_node() = node;
+    g->mutable_node()->SwapElements(0, 1);
+    g->mutable_node(1)->set_input(0, "xn");
+  };
+  const auto ints = [](onnx::NodeProto& n, const char* name, std::vector<int64_t> v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (const int64_t i : v) a->add_ints(i);
+  };
+  // blocksize^2 wraps to 0 in int64, which onnx 1.12 divides by.
+  {
+    onnx::ModelProto m = onnx_models::single_conv({1, 4, 8, 8}, {4, 1, 3, 3});
+    onnx::NodeProto d2s;
+    d2s.set_op_type("DepthToSpace");
+    d2s.set_name("d2s");
+    auto* a = d2s.add_attribute();
+    a->set_name("blocksize");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(int64_t{1} << 40);
+    before_conv(m, d2s);
+    CHECK_THAT(import_error(dir.write("d2s.onnx", m)),
+               Contains("node \"d2s\" (DepthToSpace): attribute \"blocksize\"") &&
+                   Contains("out of range"));
+  }
+  // strides 0 inside an If branch: onnx infers the branch and divides by them.
+  {
+    onnx::ModelProto m = onnx_models::single_conv({1, 4, 8, 8}, {4, 4, 3, 3});
+    onnx::NodeProto if_node;
+    if_node.set_op_type("If");
+    if_node.set_name("if");
+    auto* branch = if_node.add_attribute();
+    branch->set_name("then_branch");
+    branch->set_type(onnx::AttributeProto::GRAPH);
+    onnx::NodeProto* pool = branch->mutable_g()->add_node();
+    pool->set_op_type("MaxPool");
+    pool->set_name("pool");
+    pool->add_input("x");
+    pool->add_output("p");
+    ints(*pool, "kernel_shape", {2, 2});
+    ints(*pool, "strides", {0, 0});
+    before_conv(m, if_node);
+    m.mutable_graph()->mutable_node(0)->set_input(0, "cond");
+    CHECK_THAT(import_error(dir.write("if.onnx", m)),
+               Contains("node \"pool\" (MaxPool): attribute \"strides\": value 0"));
+  }
+  // A model-local function that calls itself: onnx inferred its body until the stack overflowed.
+  {
+    onnx::ModelProto m = onnx_models::single_conv({1, 4, 8, 8}, {4, 4, 3, 3});
+    auto* opset = m.add_opset_import();
+    opset->set_domain("my");
+    opset->set_version(1);
+    onnx::FunctionProto* f = m.add_functions();
+    f->set_name("F");
+    f->set_domain("my");
+    f->add_input("a");
+    f->add_output("b");
+    *f->add_opset_import() = *opset;
+    onnx::NodeProto* self = f->add_node();
+    self->set_op_type("F");
+    self->set_domain("my");
+    self->add_input("a");
+    self->add_output("b");
+    onnx::NodeProto call;
+    call.set_op_type("F");
+    call.set_domain("my");
+    call.set_name("call");
+    before_conv(m, call);
+    CHECK_THAT(import_error(dir.write("recursive.onnx", m)),
+               Contains("function \"F\" (domain \"my\"): calls itself (\"F\" -> \"F\")"));
+  }
+}

@@ -526,7 +526,7 @@ TEST_CASE("perfdb: files that are not convtune perf databases are refused clearl
     }
   }
 
-  // Damage inside pages that no query of open() reads: PRAGMA quick_check finds it at open.
+  // Damage inside pages that no query of open() reads: PRAGMA integrity_check finds it at open.
   std::string holed = good_bytes;
   std::fill(holed.begin() + 5 * 4096, holed.begin() + 9 * 4096, '\0');
   std::string scribbled = good_bytes;
@@ -537,8 +537,9 @@ TEST_CASE("perfdb: files that are not convtune perf databases are refused clearl
     write_bytes(path, bytes);
     for (const bool read_only : {true, false}) {
       INFO(name << (read_only ? " (read-only open)" : " (writer open)"));
-      require_error([&] { PerfDb::open(path, read_only); },
-                    {"perfdb: " + path + ": not a convtune perf database (damaged: quick_check"});
+      require_error(
+          [&] { PerfDb::open(path, read_only); },
+          {"perfdb: " + path + ": not a convtune perf database (damaged: integrity_check"});
       CHECK(read_bytes(path) == bytes);
     }
   }

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -362,6 +363,31 @@ TEST_CASE("autotune db: export and import round-trip every row, check, merge ref
   refused([](nlohmann::json& e) { e["candidates"][1]["median_ms"] = "fast"; },
           "candidates[1].median_ms: expected a number");
   refused([](nlohmann::json& e) { e["schema"] = -1; }, "schema: expected an integer from 1 to");
+  // A deeply nested value is named by its type, not echoed (dumping it overflowed the stack).
+  {
+    std::string text = nlohmann::json::parse(std::ifstream(tmp.file("a.json"))).dump();
+    const std::string schema = "\"schema\":" + std::to_string(conv::PerfDb::schema_version());
+    REQUIRE(text.find(schema) != std::string::npos);
+    text.replace(text.find(schema), schema.size(),
+                 "\"schema\":" + std::string(200000, '[') + std::string(200000, ']'));
+    std::ofstream(tmp.file("deep.json")) << text;
+    const Run deep = shell(autotune() + "db import '" + tmp.file("deep.json") + "' --into '" +
+                           tmp.file("d.sqlite") + "'");
+    INFO(deep.out.substr(0, 400));
+    CHECK(deep.code == 2);
+    CHECK_THAT(deep.out, Catch::Contains("schema: expected an integer from 1 to") &&
+                             Catch::Contains("got array"));
+    CHECK_FALSE(fs::exists(tmp.file("d.sqlite")));
+  }
+  refused([](nlohmann::json& e) { e["format"] = 5; },
+          "format: expected \"convtune perfdb export\"");
+  refused([](nlohmann::json& e) { e["format_version"] = "1"; },
+          "import: " + tmp.file("bad.json") + ": format_version: expected a number");
+  // Above the database's 1e300 every reader refuses the file: one imported row had disabled it.
+  refused([](nlohmann::json& e) { e["candidates"][0]["max_ms"] = 1e305; },
+          "candidates[0].max_ms: expected a number from 0 to 1e300");
+  refused([](nlohmann::json& e) { e["winners"][0]["quality"]["spread"] = 1e301; },
+          "winners[0].quality.spread: expected a number from 0 to 1e300");
   // A key twice in one object (JSON parsers keep one silently): refused, at any depth.
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
            {"{", "{\"winners\": [], "}, {"\"config\":", "\"config\": \"x\", \"config\":"}}) {
@@ -612,9 +638,10 @@ TEST_CASE("perfdb: rows with values no convtune writes are skipped, reported and
   const std::string fp = conv::Device::cpu().fingerprint();
   // Each edit makes one column of one row something only another program (or an attacker) writes.
   const std::vector<std::pair<std::string, std::string>> edits = {
-      {"UPDATE winners SET median_ms = -5", "median_ms: expected a finite number >= 0"},
-      {"UPDATE winners SET median_ms = 9e999", "median_ms: expected a finite number >= 0"},
-      {"UPDATE winners SET median_ms = 'x'", "median_ms: expected a finite number >= 0"},
+      {"UPDATE winners SET median_ms = -5", "median_ms: expected a number from 0 to 1e300"},
+      {"UPDATE winners SET median_ms = 9e999", "median_ms: expected a number from 0 to 1e300"},
+      {"UPDATE winners SET median_ms = 1e301", "median_ms: expected a number from 0 to 1e300"},
+      {"UPDATE winners SET median_ms = 'x'", "median_ms: expected a number from 0 to 1e300"},
       {"UPDATE winners SET algo = x'00ff00'", "algo: expected a string"},
       {"UPDATE winners SET name = CAST(x'ff61' AS TEXT)", "name: not UTF-8 text"},
       {"UPDATE winners SET rounds = 2, clean_rounds = 3", "clean_rounds <= rounds"},
@@ -659,4 +686,75 @@ TEST_CASE("perfdb: rows with values no convtune writes are skipped, reported and
     if (edit.find("SET key") == std::string::npos) CHECK(db.winners(fp).empty() == winner_edit);
     CHECK(db.candidates(fp, p3x3.key()).empty() == !winner_edit);
   }
+}
+
+TEST_CASE("perfdb: rows that break the schema's primary key or path check are refused at open") {
+  TempDir tmp;
+  const std::string good = tmp.file("good.sqlite");
+  tune_into(good, p3x3);
+  // SQLite skips CHECK constraints when asked to, and quick_check neither sees them on a
+  // read-only connection nor sees two rows under one primary key: each such file had been read
+  // as a second one-shot winner of the same problem.
+  const std::string path_edit =
+      "PRAGMA ignore_check_constraints = 1; INSERT INTO winners SELECT fingerprint, key, "
+      "'PACKED', algo, config, median_ms, date, version, min_ms, rounds, clean_rounds, spread, "
+      "noisy, name FROM winners WHERE path = 'oneshot'";
+  const std::string key_edit =
+      "PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = replace(sql, 'PRIMARY KEY "
+      "(fingerprint, key, path)', 'PRIMARY KEY (fingerprint, key, path, algo)') WHERE name = "
+      "'winners'";
+  const std::string key_restore =
+      "PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = replace(sql, 'PRIMARY KEY "
+      "(fingerprint, key, path, algo)', 'PRIMARY KEY (fingerprint, key, path)') WHERE name = "
+      "'winners'";
+  const std::string bad_path = tmp.file("path.sqlite"), bad_key = tmp.file("key.sqlite");
+  fs::copy_file(good, bad_path);
+  sql(bad_path, path_edit);
+  fs::copy_file(good, bad_key);
+  sql(bad_key, key_edit);
+  sql(bad_key,
+      "INSERT INTO winners SELECT fingerprint, key, path, 'cpu.other', config, median_ms, date, "
+      "version, min_ms, rounds, clean_rounds, spread, noisy, name FROM winners WHERE path = "
+      "'oneshot'");
+  sql(bad_key, key_restore);
+  // A writer's integrity_check sees the CHECK constraint itself; a reader's does not, and the
+  // path query names the row.
+  const auto refusal = [](const std::string& file, bool read_only) {
+    try {
+      conv::PerfDb::open(file, read_only);
+    } catch (const conv::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("opened");
+  };
+  for (const bool read_only : {true, false}) {
+    INFO((read_only ? "read-only" : "writer"));
+    CHECK_THAT(refusal(bad_path, read_only),
+               Catch::Contains("not a convtune perf database (damaged: ") &&
+                   (Catch::Contains("path: expected oneshot or packed") ||
+                    Catch::Contains("CHECK constraint failed in winners")));
+    CHECK_THAT(refusal(bad_key, read_only),
+               Catch::Contains("not a convtune perf database (damaged: ") &&
+                   Catch::Contains("not in PRIMARY KEY order for winners"));
+  }
+  for (const std::string& file : {bad_path, bad_key}) {
+    const Run r =
+        shell(autotune() + "db merge '" + file + "' --into '" + tmp.file("m.sqlite") + "'");
+    INFO(r.out);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.out, Catch::Contains("damaged") && Catch::Contains("winners"));
+    CHECK_FALSE(fs::exists(tmp.file("m.sqlite")));
+  }
+  // An error measured on a non-finite output is +infinity: exported as "inf" (JSON has no such
+  // number, and null would read back as "not checked"), it imports as it was.
+  sql(good, "UPDATE candidates SET status = 'rejected', max_error = 9e999");
+  Run r = shell(autotune() + "db export '" + good + "' > '" + tmp.file("inf.json") + "'");
+  REQUIRE(r.code == 0);
+  r = shell(autotune() + "db import '" + tmp.file("inf.json") + "' --into '" +
+            tmp.file("inf.sqlite") + "'");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const auto rows = conv::PerfDb::open(tmp.file("inf.sqlite"), true).rows();
+  REQUIRE_FALSE(rows.candidates.empty());
+  for (const auto& c : rows.candidates) CHECK(std::isinf(c.candidate.max_error));
 }

@@ -50,23 +50,24 @@ Json export_json(const conv::PerfDb& db) {
   }
   for (const auto& r : rows.candidates) {
     const auto& c = r.candidate;
-    j["candidates"].push_back({{"fingerprint", r.fingerprint},
-                               {"key", r.key},
-                               {"algo", c.algo_id},
-                               {"config", c.config},
-                               {"algo_version", c.algo_version},
-                               {"status", c.status},
-                               {"median_ms", number(c.median_ms)},
-                               {"min_ms", number(c.min_ms)},
-                               {"max_ms", number(c.max_ms)},
-                               {"packed_median_ms", number(c.packed_median_ms)},
-                               {"packed_min_ms", number(c.packed_min_ms)},
-                               {"max_error", number(c.max_error)},
-                               {"workspace_bytes", c.workspace_bytes},
-                               {"message", c.message},
-                               {"quality", to_json(c.quality)},
-                               {"date", c.date},
-                               {"version", r.version}});
+    j["candidates"].push_back(
+        {{"fingerprint", r.fingerprint},
+         {"key", r.key},
+         {"algo", c.algo_id},
+         {"config", c.config},
+         {"algo_version", c.algo_version},
+         {"status", c.status},
+         {"median_ms", number(c.median_ms)},
+         {"min_ms", number(c.min_ms)},
+         {"max_ms", number(c.max_ms)},
+         {"packed_median_ms", number(c.packed_median_ms)},
+         {"packed_min_ms", number(c.packed_min_ms)},
+         {"max_error", std::isinf(c.max_error) ? Json("inf") : number(c.max_error)},
+         {"workspace_bytes", c.workspace_bytes},
+         {"message", c.message},
+         {"quality", to_json(c.quality)},
+         {"date", c.date},
+         {"version", r.version}});
   }
   return j;
 }
@@ -115,20 +116,23 @@ void export_csv(const conv::PerfDb& db, std::ostream& out) {
 // Reading the text form back: every field checked, errors name the entry and field.
 struct Reader {
   std::string file;
+  static std::string name(const std::string& where, const char* field) {
+    return where.empty() ? field : where + "." + field;
+  }
   const Json& at(const Json& o, const std::string& where, const char* field) const {
     if (!o.is_object()) fail(where, "expected an object");
     auto it = o.find(field);
-    if (it == o.end()) fail(where.empty() ? field : where + "." + field, "missing");
+    if (it == o.end()) fail(name(where, field), "missing");
     return *it;
   }
   std::string text(const Json& o, const std::string& where, const char* field,
                    bool non_empty = true) const {
     const Json& v = at(o, where, field);
-    if (!v.is_string()) fail(where + "." + field, "expected a string");
+    if (!v.is_string()) fail(name(where, field), "expected a string");
     std::string s = v.get<std::string>();
-    if (non_empty && s.empty()) fail(where + "." + field, "must not be empty");
-    if (s.size() > 4096) fail(where + "." + field, "longer than 4096 characters");
-    if (s.find('\0') != std::string::npos) fail(where + "." + field, "holds a NUL character");
+    if (non_empty && s.empty()) fail(name(where, field), "must not be empty");
+    if (s.size() > 4096) fail(name(where, field), "longer than 4096 characters");
+    if (s.find('\0') != std::string::npos) fail(name(where, field), "holds a NUL character");
     return s;
   }
   // A problem key exactly as ConvProblem::key() writes it: a row under any other text could
@@ -139,14 +143,19 @@ struct Reader {
     if (why.empty()) return k;
     fail(where + ".key", why + " (expected e.g. " + conv::ConvProblem{}.key() + ")");
   }
-  // A non-negative finite number, or null for "unknown" (-1) where `nullable`.
-  double num(const Json& o, const std::string& where, const char* field,
-             bool nullable = true) const {
+  // A number from 0 to 1e300 as the database holds it, or null for "unknown" (-1) where
+  // `nullable`; with `infinite`, also "inf" (export's spelling of an error on a non-finite
+  // output, which JSON has no number for).
+  double num(const Json& o, const std::string& where, const char* field, bool nullable = true,
+             bool infinite = false) const {
     const Json& v = at(o, where, field);
     if (v.is_null() && nullable) return -1;
-    if (!v.is_number()) fail(where + "." + field, "expected a number");
+    if (infinite && v.is_string() && v.get<std::string>() == "inf") return HUGE_VAL;
+    if (!v.is_number())
+      fail(name(where, field), infinite ? "expected a number or \"inf\"" : "expected a number");
     const double d = v.get<double>();
-    if (!std::isfinite(d) || d < 0) fail(where + "." + field, "expected a finite number >= 0");
+    if (!(d >= 0 && d <= conv::perf_rows::kMaxNumber))
+      fail(name(where, field), "expected a number from 0 to 1e300");
     return d;
   }
   // A byte count as the database holds it: an integer in [0, 2^63), which db check accepts and
@@ -162,7 +171,7 @@ struct Reader {
       const double d = v.get<double>();
       if (d >= 0 && d < 0x1p53 && d == std::floor(d)) return static_cast<uint64_t>(d);
     }
-    fail(where + "." + field,
+    fail(name(where, field),
          "expected a whole number of bytes: an integer from 0 to 2^63 - 1, or a float below 2^53");
   }
   conv::MeasureQuality quality(const Json& o, const std::string& where) const {
@@ -192,7 +201,7 @@ struct Reader {
                     bool non_empty) const {
     std::string t = text(o, where, field, non_empty);
     if (const std::string why = conv::perf_rows::label_problem(t); !why.empty())
-      fail(where + "." + field, why);
+      fail(name(where, field), why);
     return t;
   }
   // min <= median <= max where known: a row otherwise contradicts itself.
@@ -235,7 +244,8 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     throw UsageError("import: " + file + ": key " + conv::quoted(twice) +
                      " given twice in one object (which one counts is undefined)");
   Reader r{file};
-  if (!j.is_object() || j.value("format", "") != "convtune perfdb export")
+  const auto format = j.is_object() ? j.find("format") : j.end();
+  if (!j.is_object() || format == j.end() || *format != "convtune perfdb export")
     r.fail("format", "expected \"convtune perfdb export\" (made by autotune db export --json)");
   if (r.num(j, "", "format_version", false) != 1)
     r.fail("format_version", "this build reads format_version 1");
@@ -245,9 +255,11 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     const Json& v = j["schema"];
     if (!v.is_number_integer() || v.get<int64_t>() < 1 ||
         v.get<int64_t>() > conv::PerfDb::schema_version())
-      r.fail("schema", "expected an integer from 1 to " +
-                           std::to_string(conv::PerfDb::schema_version()) + ", got " +
-                           v.dump().substr(0, 40));
+      // An array or object is not echoed: dumping a deeply nested one overflowed the stack.
+      r.fail("schema",
+             "expected an integer from 1 to " + std::to_string(conv::PerfDb::schema_version()) +
+                 ", got " +
+                 (v.is_structured() ? std::string(v.type_name()) : v.dump().substr(0, 40)));
   }
   conv::PerfDb::Rows rows;
   const Json& winners = r.at(j, "", "winners");
@@ -303,7 +315,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     r.ordered(w, c.min_ms, c.median_ms, c.max_ms);
     c.packed_median_ms = r.num(o, w, "packed_median_ms");
     c.packed_min_ms = r.num(o, w, "packed_min_ms");
-    c.max_error = r.num(o, w, "max_error");
+    c.max_error = r.num(o, w, "max_error", true, true);
     c.workspace_bytes = r.count(o, w, "workspace_bytes");
     c.message = r.text(o, w, "message", false);
     c.quality = r.quality(o, w);

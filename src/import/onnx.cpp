@@ -6,7 +6,9 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <unordered_map>
+#include <vector>
 
 #include "onnx_conv.hpp"
 #include "quoted.hpp"
@@ -159,6 +161,71 @@ void check_graph(const Source& src, const onnx::GraphProto& graph) {
   }
 }
 
+/// The attribute values onnx 1.12's shape inference divides by or indexes with unchecked, on any
+/// node (strides 0 divide by zero; a blocksize of 2^32 squares to zero in DepthToSpace).
+void check_inferred_attributes(const NodeRef& at) {
+  for (const char* name : {"strides", "dilations", "kernel_shape"})
+    onnx_import::ints_attr(at, name, 0, 1, {});
+  if (onnx_import::is_onnx_op(at.node, "DepthToSpace") ||
+      onnx_import::is_onnx_op(at.node, "SpaceToDepth"))
+    onnx_import::int_attr(at, "blocksize", 1, 1);
+}
+
+/// Calls fn on every node of the graphs held in `node`'s attributes (If, Loop, Scan bodies),
+/// at any depth.
+template <typename Fn>
+void for_each_nested_node(const onnx::NodeProto& node, const Fn& fn) {
+  for (const auto& a : node.attribute()) {
+    std::vector<const onnx::GraphProto*> graphs;
+    if (a.has_g()) graphs.push_back(&a.g());
+    for (const auto& g : a.graphs()) graphs.push_back(&g);
+    for (const auto* g : graphs)
+      for (const auto& inner : g->node()) {
+        fn(inner);
+        for_each_nested_node(inner, fn);
+      }
+  }
+}
+
+/// Shape inference runs into subgraphs and model-local function bodies too: their nodes get the
+/// same checks, and a function that calls itself (directly or through others) is refused, which
+/// onnx would follow until the stack overflowed.
+void check_nested(const Source& src, const onnx::ModelProto& model) {
+  for (const auto& node : model.graph().node())
+    for_each_nested_node(
+        node, [&](const onnx::NodeProto& n) { check_inferred_attributes(NodeRef(src, n)); });
+  std::unordered_map<std::string, const onnx::FunctionProto*> functions;
+  for (const auto& f : model.functions()) functions.emplace(f.domain() + "::" + f.name(), &f);
+  // Depth-first over calls: 1 = on the current path, 2 = done.
+  std::unordered_map<const onnx::FunctionProto*, int> state;
+  std::vector<std::string> path;
+  std::function<void(const onnx::FunctionProto&)> visit = [&](const onnx::FunctionProto& f) {
+    state[&f] = 1;
+    path.push_back(f.name());
+    auto call = [&](const onnx::NodeProto& n) {
+      check_inferred_attributes(NodeRef(src, n));
+      const auto it = functions.find(n.domain() + "::" + n.op_type());
+      if (it == functions.end()) return;
+      if (state[it->second] == 1) {
+        std::string cycle;
+        for (const auto& name : path) cycle += conv::quoted(name) + " -> ";
+        src.fail("function " + conv::quoted(f.name()) + " (domain " + conv::quoted(f.domain()) +
+                 "): calls itself (" + cycle + conv::quoted(it->second->name()) +
+                 "); ONNX functions cannot recurse");
+      }
+      if (state[it->second] == 0) visit(*it->second);
+    };
+    for (const auto& n : f.node()) {
+      call(n);
+      for_each_nested_node(n, call);
+    }
+    path.pop_back();
+    state[&f] = 2;
+  };
+  for (const auto& f : model.functions())
+    if (state[&f] == 0) visit(f);
+}
+
 /// Makes the graph safe for ONNX shape inference, which divides by strides and indexes X's dims
 /// with W's kernel dims unchecked (onnx 1.12 convPoolShapeInference): strides, dilations and
 /// kernel sizes must be >= 1 on every node, Conv ranks must be 2-D where already known, and a
@@ -171,8 +238,7 @@ void prepare_for_inference(const Source& src, onnx::GraphProto& graph) {
     const NodeRef at(src, node);
     if (node.op_type() == "ConvTranspose")
       at.fail("not supported: ConvTranspose (transposed convolution); only Conv is imported");
-    for (const char* name : {"strides", "dilations", "kernel_shape"})
-      onnx_import::ints_attr(at, name, 0, 1, {});
+    check_inferred_attributes(at);
     if (node.op_type() == "Conv") {
       onnx_import::check_elem_types(at, declared);
       onnx_import::check_conv_ranks(at, declared);
@@ -215,6 +281,7 @@ std::vector<ConvProblem> import_onnx(const Source& src, const InputShapes& input
   apply_inputs(src, *model.mutable_graph(), inputs);
   check_graph(src, model.graph());
   prepare_for_inference(src, *model.mutable_graph());
+  check_nested(src, model);
   infer_shapes(src, model);
   const onnx_import::Shapes shapes(model.graph());
   std::vector<ConvProblem> problems;

@@ -38,17 +38,6 @@ std::string type_name(onnx::AttributeProto::AttributeType t) {
   return onnx::AttributeProto::AttributeType_Name(t);
 }
 
-int64_t int_attr(const NodeRef& at, const char* name, int64_t lo, int64_t fallback) {
-  const onnx::AttributeProto* a = find_attr(at.node, name);
-  if (!a) return fallback;
-  const std::string where = "attribute " + quoted(name) + ": ";
-  if (type_of(*a) != onnx::AttributeProto::INT)
-    at.fail(where + "expected an INT, got " + type_name(type_of(*a)));
-  if (a->i() < lo || a->i() > kMaxValue)
-    at.fail(where + std::to_string(a->i()) + " is out of range [" + std::to_string(lo) + ", 2^31]");
-  return a->i();
-}
-
 /// NOTSET, VALID, SAME_UPPER or SAME_LOWER (default NOTSET).
 std::string auto_pad_attr(const NodeRef& at) {
   const onnx::AttributeProto* a = find_attr(at.node, "auto_pad");
@@ -154,6 +143,17 @@ std::vector<int64_t> ints_attr(const NodeRef& at, const char* name, size_t len, 
       at.fail(where + "value " + std::to_string(v[i]) + " at index " + std::to_string(i) +
               " is out of range [" + std::to_string(lo) + ", 2^31]");
   return v;
+}
+
+int64_t int_attr(const NodeRef& at, const char* name, int64_t lo, int64_t fallback) {
+  const onnx::AttributeProto* a = find_attr(at.node, name);
+  if (!a) return fallback;
+  const std::string where = "attribute " + quoted(name) + ": ";
+  if (type_of(*a) != onnx::AttributeProto::INT)
+    at.fail(where + "expected an INT, got " + type_name(type_of(*a)));
+  if (a->i() < lo || a->i() > kMaxValue)
+    at.fail(where + std::to_string(a->i()) + " is out of range [" + std::to_string(lo) + ", 2^31]");
+  return a->i();
 }
 
 Shapes::Shapes(const onnx::GraphProto& graph) : graph_(graph) {

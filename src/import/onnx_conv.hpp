@@ -37,6 +37,10 @@ bool is_onnx_op(const onnx::NodeProto& node, const char* op);
 std::vector<int64_t> ints_attr(const NodeRef& at, const char* name, size_t len, int64_t lo,
                                std::vector<int64_t> fallback);
 
+/// The int of attribute `name`, or `fallback` when the node lacks it. Fails (naming node and
+/// attribute) unless it is an INT attribute in [lo, 2^31].
+int64_t int_attr(const NodeRef& at, const char* name, int64_t lo, int64_t fallback);
+
 /// Tensor shapes by name after shape inference: initializer dims first, then the declared or
 /// inferred types of graph inputs, value_info and graph outputs. Non-owning view of `graph`.
 class Shapes {
