@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole test suite with ctest; then installs the
-# Python package (pip install ./: scikit-build-core + nanobind) and runs its tests (pytest).
+# Python package (pip install ./: scikit-build-core + nanobind) and runs its tests (pytest); then
+# checks the AVX-512 kernels under the Bochs emulator (scripts/emulate-avx512.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -14,11 +15,16 @@ ctest --output-on-failure "$@"
 cd ..
 
 # The Python package, into the python3 on PATH; its build dir build-wheel/ is kept between runs.
-# Debian's own Python is "externally managed" (PEP 668) and pip warns about root: both are meant.
-pip_flags=(--quiet)
-pip_help="$(python3 -m pip install --help)"
-for flag in --break-system-packages --root-user-action=ignore; do
-  if grep -q -- "${flag%%=*}" <<<"$pip_help"; then pip_flags+=("$flag"); fi
-done
+source scripts/pip-flags.sh
 python3 -m pip install "${pip_flags[@]}" "./[test]"
 python3 -m pytest -q python/tests
+
+# The AVX-512 kernels under an emulator with AVX-512, whatever this CPU has (exit 77: the emulator
+# could not be installed, which is reported and not a failure).
+status=0
+./scripts/emulate-avx512.sh || status=$?
+if [ "$status" -eq 77 ]; then
+  echo "test.sh: the AVX-512 emulation was skipped (see above)"
+elif [ "$status" -ne 0 ]; then
+  exit "$status"
+fi

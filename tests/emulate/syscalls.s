@@ -1,0 +1,47 @@
+# The emulated process's system calls (LSTAR points here; entered at CPL 0, rax = the number).
+# The kernels' calls make only these, with one CPU and no other thread; anything else stops the
+# emulation at ud2, which scripts/emulate_avx512.py reports with the number.
+.intel_syntax noprefix
+  cmp rax, 202          # futex: libgomp wakes a barrier nobody waits on
+  je ret0
+  cmp rax, 12           # brk: 0 = failure, so malloc takes its memory from mmap below
+  je ret0
+  cmp rax, 11           # munmap
+  je ret0
+  cmp rax, 28           # madvise
+  je ret0
+  cmp rax, 10           # mprotect
+  je ret0
+  cmp rax, 204          # sched_getaffinity: CPU 0 only
+  je affinity
+  cmp rax, 39           # getpid
+  je ret1
+  cmp rax, 186          # gettid
+  je ret1
+  cmp rax, 9            # mmap, anonymous without an address: the next pages of a zero-filled
+  jne bad               # region the emulator maps (MMAP_VA, MMAP_BYTES there)
+  test rdi, rdi
+  jne bad
+  mov rax, [rip + next]
+  add rsi, 4095
+  and rsi, -4096
+  add [rip + next], rsi
+  mov rsi, [rip + next]
+  cmp rsi, [rip + limit]
+  ja bad
+  sysretq
+affinity:
+  mov qword ptr [rdx], 1
+  mov eax, 8
+  sysretq
+ret1:
+  mov eax, 1
+  sysretq
+ret0:
+  xor eax, eax
+  sysretq
+bad:
+  ud2
+.balign 8
+next: .quad 0x7e0000000000
+limit: .quad 0x7e0000000000 + (1 << 30)
