@@ -1,5 +1,6 @@
 // conv::import_model on ONNX files built by onnx_models.cpp: the published networks against
 // ../shared/layers, padding and attribute semantics, and the errors for what is refused.
+#include <array>
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -667,5 +668,28 @@ TEST_CASE("ONNX values shape inference would crash on are refused in subgraphs a
     before_conv(m, call);
     CHECK_THAT(import_error(dir.write("recursive.onnx", m)),
                Contains("function \"F\" (domain \"my\"): calls itself (\"F\" -> \"F\")"));
+  }
+  // Named for what the file holds: W's dims (the importer derives kernel_shape from them) and
+  // the cycle (its tensors had been reported as produced by no node).
+  {
+    onnx::ModelProto m = onnx_models::single_conv({1, 4, 8, 8}, {4, 4, 3, 3});
+    m.mutable_graph()->mutable_initializer(0)->set_dims(2, -3);
+    CHECK_THAT(import_error(dir.write("negw.onnx", m)),
+               Contains("node \"conv\" (Conv): input W \"w\": dimension 2 is -3"));
+  }
+  {
+    onnx::ModelProto m = onnx_models::single_conv({1, 4, 8, 8}, {4, 4, 3, 3});
+    auto* g = m.mutable_graph();
+    for (const auto& [name, in, out] : {std::array<const char*, 3>{"r1", "t2", "t1"},
+                                        std::array<const char*, 3>{"r2", "t1", "t2"}}) {
+      auto* relu = g->add_node();
+      relu->set_op_type("Relu");
+      relu->set_name(name);
+      relu->add_input(in);
+      relu->add_output(out);
+    }
+    g->mutable_node(0)->set_input(0, "t1");
+    CHECK_THAT(import_error(dir.write("cycle.onnx", m)),
+               Contains("the graph has a cycle") && Contains("\"r1\"") && Contains("\"r2\""));
   }
 }

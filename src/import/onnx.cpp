@@ -119,6 +119,33 @@ void check_graph(const Source& src, const onnx::GraphProto& graph) {
           at.fail("output " + conv::quoted(out) + ": also " + it->second +
                   " (a tensor has one producer)");
   }
+  // A cycle would leave its tensors "produced by no node" in the messages after inference.
+  std::unordered_map<std::string, const onnx::NodeProto*> made_by;
+  for (const auto& node : graph.node())
+    for (const auto& out : node.output()) made_by.emplace(out, &node);
+  std::unordered_map<const onnx::NodeProto*, int> state;  // 1 = on the current path, 2 = done
+  std::vector<const onnx::NodeProto*> path;
+  std::function<void(const onnx::NodeProto&)> visit = [&](const onnx::NodeProto& node) {
+    state[&node] = 1;
+    path.push_back(&node);
+    for (const auto& in : node.input()) {
+      const auto it = made_by.find(in);
+      if (it == made_by.end()) continue;
+      if (state[it->second] == 1) {
+        std::string cycle;
+        for (auto p = std::find(path.begin(), path.end(), it->second); p != path.end(); ++p)
+          cycle += conv::quoted(NodeRef(src, **p).name) + " -> ";
+        NodeRef(src, node).fail("input " + conv::quoted(in) + ": the graph has a cycle (" + cycle +
+                                conv::quoted(NodeRef(src, *it->second).name) +
+                                "); an ONNX graph is acyclic");
+      }
+      if (state[it->second] == 0) visit(*it->second);
+    }
+    path.pop_back();
+    state[&node] = 2;
+  };
+  for (const auto& node : graph.node())
+    if (state[&node] == 0) visit(node);
   for (const auto& node : graph.node()) {
     if (!onnx_import::is_onnx_op(node, "Conv")) continue;
     const NodeRef at(src, node);
@@ -257,7 +284,12 @@ void prepare_for_inference(const Source& src, onnx::GraphProto& graph) {
     kernel.set_type(onnx::AttributeProto::INTS);
     for (int i = 2; i < ws->dim_size(); ++i) {
       if (!ws->dim(i).has_dim_value()) break;
-      kernel.add_ints(ws->dim(i).dim_value());
+      const int64_t d = ws->dim(i).dim_value();
+      // Named as W's, not as the kernel_shape attribute the file does not have.
+      if (d < 1 || d > INT32_MAX)
+        at.fail("input W " + conv::quoted(node.input(w)) + ": dimension " + std::to_string(i) +
+                " is " + std::to_string(d) + ", out of range [1, 2^31]");
+      kernel.add_ints(d);
     }
     if (kernel.ints_size() == ws->dim_size() - 2) *node.add_attribute() = kernel;
   }
