@@ -100,6 +100,44 @@ void apply_inputs(const Source& src, onnx::GraphProto& graph, const InputShapes&
     if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
 }
 
+/// A cycle of the graph whose vertex v has edges to uses[v] (v, then the vertices it leads back
+/// through), or empty when it is acyclic. Iterative (Kahn's algorithm), so a chain of a million
+/// nodes does not recurse a million deep.
+std::vector<size_t> find_cycle(const std::vector<std::vector<size_t>>& uses) {
+  std::vector<size_t> pending(uses.size(), 0);
+  for (const auto& to : uses)
+    for (const size_t v : to) ++pending[v];
+  std::vector<size_t> ready;
+  for (size_t v = 0; v < uses.size(); ++v)
+    if (pending[v] == 0) ready.push_back(v);
+  while (!ready.empty()) {
+    const size_t v = ready.back();
+    ready.pop_back();
+    for (const size_t u : uses[v])
+      if (--pending[u] == 0) ready.push_back(u);
+  }
+  // Every vertex left has an incoming edge from another one left: walking those edges backwards
+  // from any of them repeats a vertex within uses.size() steps, and that repetition is a cycle.
+  std::vector<std::vector<size_t>> from(uses.size());
+  for (size_t v = 0; v < uses.size(); ++v)
+    for (const size_t u : uses[v])
+      if (pending[v] > 0 && pending[u] > 0) from[u].push_back(v);
+  const auto start = std::find_if(pending.begin(), pending.end(), [](size_t n) { return n > 0; });
+  if (start == pending.end()) return {};
+  std::vector<size_t> walk;
+  std::vector<size_t> seen_at(uses.size(), SIZE_MAX);
+  for (size_t v = static_cast<size_t>(start - pending.begin()); seen_at[v] == SIZE_MAX;
+       v = from[v][0]) {
+    seen_at[v] = walk.size();
+    walk.push_back(v);
+  }
+  const size_t repeat = from[walk.back()][0];
+  std::vector<size_t> cycle(walk.begin() + static_cast<std::ptrdiff_t>(seen_at[repeat]),
+                            walk.end());
+  std::reverse(cycle.begin(), cycle.end());  // in the direction of the edges
+  return cycle;
+}
+
 /// Refuses graph-level conflicts that ONNX shape inference would only report as a bare
 /// ShapeInferenceError: a Conv without X or W, and an initializer that is also a graph input
 /// whose dims or element type differ from the input's declared ones.
@@ -120,32 +158,21 @@ void check_graph(const Source& src, const onnx::GraphProto& graph) {
                   " (a tensor has one producer)");
   }
   // A cycle would leave its tensors "produced by no node" in the messages after inference.
-  std::unordered_map<std::string, const onnx::NodeProto*> made_by;
-  for (const auto& node : graph.node())
-    for (const auto& out : node.output()) made_by.emplace(out, &node);
-  std::unordered_map<const onnx::NodeProto*, int> state;  // 1 = on the current path, 2 = done
-  std::vector<const onnx::NodeProto*> path;
-  std::function<void(const onnx::NodeProto&)> visit = [&](const onnx::NodeProto& node) {
-    state[&node] = 1;
-    path.push_back(&node);
-    for (const auto& in : node.input()) {
-      const auto it = made_by.find(in);
-      if (it == made_by.end()) continue;
-      if (state[it->second] == 1) {
-        std::string cycle;
-        for (auto p = std::find(path.begin(), path.end(), it->second); p != path.end(); ++p)
-          cycle += conv::quoted(NodeRef(src, **p).name) + " -> ";
-        NodeRef(src, node).fail("input " + conv::quoted(in) + ": the graph has a cycle (" + cycle +
-                                conv::quoted(NodeRef(src, *it->second).name) +
-                                "); an ONNX graph is acyclic");
-      }
-      if (state[it->second] == 0) visit(*it->second);
-    }
-    path.pop_back();
-    state[&node] = 2;
-  };
-  for (const auto& node : graph.node())
-    if (state[&node] == 0) visit(node);
+  std::unordered_map<std::string, size_t> made_by;
+  for (int n = 0; n < graph.node_size(); ++n)
+    for (const auto& out : graph.node(n).output()) made_by.emplace(out, static_cast<size_t>(n));
+  std::vector<std::vector<size_t>> uses(static_cast<size_t>(graph.node_size()));
+  for (int n = 0; n < graph.node_size(); ++n)
+    for (const auto& in : graph.node(n).input())
+      if (const auto it = made_by.find(in); it != made_by.end()) uses[n].push_back(it->second);
+  if (const std::vector<size_t> cycle = find_cycle(uses); !cycle.empty()) {
+    std::string names;
+    for (const size_t n : cycle) names += conv::quoted(NodeRef(src, graph.node(n)).name) + " -> ";
+    NodeRef(src, graph.node(cycle[0]))
+        .fail("the graph has a cycle (" + names +
+              conv::quoted(NodeRef(src, graph.node(cycle[0])).name) +
+              "); an ONNX graph is acyclic");
+  }
   for (const auto& node : graph.node()) {
     if (!onnx_import::is_onnx_op(node, "Conv")) continue;
     const NodeRef at(src, node);
@@ -221,36 +248,31 @@ void check_nested(const Source& src, const onnx::ModelProto& model) {
   for (const auto& node : model.graph().node())
     for_each_nested_node(
         node, [&](const onnx::NodeProto& n) { check_inferred_attributes(NodeRef(src, n)); });
-  std::unordered_map<std::string, const onnx::FunctionProto*> functions;
-  for (const auto& f : model.functions()) functions.emplace(f.domain() + "::" + f.name(), &f);
-  // Depth-first over calls: 1 = on the current path, 2 = done.
-  std::unordered_map<const onnx::FunctionProto*, int> state;
-  std::vector<std::string> path;
-  std::function<void(const onnx::FunctionProto&)> visit = [&](const onnx::FunctionProto& f) {
-    state[&f] = 1;
-    path.push_back(f.name());
-    auto call = [&](const onnx::NodeProto& n) {
+  std::unordered_map<std::string, size_t> functions;
+  for (int f = 0; f < model.functions_size(); ++f)
+    functions.emplace(model.functions(f).domain() + "::" + model.functions(f).name(),
+                      static_cast<size_t>(f));
+  std::vector<std::vector<size_t>> calls(static_cast<size_t>(model.functions_size()));
+  for (int f = 0; f < model.functions_size(); ++f) {
+    const auto call = [&](const onnx::NodeProto& n) {
       check_inferred_attributes(NodeRef(src, n));
-      const auto it = functions.find(n.domain() + "::" + n.op_type());
-      if (it == functions.end()) return;
-      if (state[it->second] == 1) {
-        std::string cycle;
-        for (const auto& name : path) cycle += conv::quoted(name) + " -> ";
-        src.fail("function " + conv::quoted(f.name()) + " (domain " + conv::quoted(f.domain()) +
-                 "): calls itself (" + cycle + conv::quoted(it->second->name()) +
-                 "); ONNX functions cannot recurse");
-      }
-      if (state[it->second] == 0) visit(*it->second);
+      if (const auto it = functions.find(n.domain() + "::" + n.op_type()); it != functions.end())
+        calls[f].push_back(it->second);
     };
-    for (const auto& n : f.node()) {
+    for (const auto& n : model.functions(f).node()) {
       call(n);
       for_each_nested_node(n, call);
     }
-    path.pop_back();
-    state[&f] = 2;
-  };
-  for (const auto& f : model.functions())
-    if (state[&f] == 0) visit(f);
+  }
+  if (const std::vector<size_t> cycle = find_cycle(calls); !cycle.empty()) {
+    const auto& first = model.functions(static_cast<int>(cycle[0]));
+    std::string names;
+    for (const size_t f : cycle)
+      names += conv::quoted(model.functions(static_cast<int>(f)).name()) + " -> ";
+    src.fail("function " + conv::quoted(first.name()) + " (domain " + conv::quoted(first.domain()) +
+             "): calls itself (" + names + conv::quoted(first.name()) +
+             "); ONNX functions cannot recurse");
+  }
 }
 
 /// Makes the graph safe for ONNX shape inference, which divides by strides and indexes X's dims
