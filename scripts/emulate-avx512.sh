@@ -8,17 +8,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
-source scripts/pip-flags.sh
-if ! python3 -m pip install "${pip_flags[@]}" "bochscpu-python==0.4.0" >&2; then
-  echo "emulate-avx512: could not install bochscpu-python from PyPI: AVX-512 not checked" >&2
+skip() {
+  echo "emulate-avx512: $1: AVX-512 not checked" >&2
   exit 77
-fi
+}
+python3 -m pip --version >/dev/null 2>&1 || skip "python3 has no pip"
+source scripts/pip-flags.sh
+python3 -m pip install "${pip_flags[@]}" "bochscpu-python==0.4.0" >&2 ||
+  skip "could not install bochscpu-python from PyPI"
 # Its wheel wants glibc 2.38's C23 symbol names; older glibc has the same functions under the
 # old ones (tests/emulate/glibc_isoc23.c). Only the emulating Python gets the shim.
 if ! python3 -c "import bochscpu" 2>/dev/null; then
-  cc -shared -fPIC -O2 -o "$build/emulate-glibc-isoc23.so" tests/emulate/glibc_isoc23.c
+  cc -shared -fPIC -O2 -o "$build/emulate-glibc-isoc23.so" tests/emulate/glibc_isoc23.c ||
+    skip "could not build the glibc shim"
   export CONVTUNE_EMULATE_PRELOAD="$PWD/$build/emulate-glibc-isoc23.so"
-  LD_PRELOAD="$CONVTUNE_EMULATE_PRELOAD" python3 -c "import bochscpu"
+  LD_PRELOAD="$CONVTUNE_EMULATE_PRELOAD" python3 -c "import bochscpu" ||
+    skip "the bochscpu module does not load here"
 fi
 as tests/emulate/syscalls.s -o "$build/emulate-syscalls.o"
 objcopy -O binary -j .text "$build/emulate-syscalls.o" "$build/emulate-syscalls.bin"

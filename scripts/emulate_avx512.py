@@ -90,7 +90,7 @@ def shrunk_layers(cap_gflop):
                 return size(t["iw"] - dw, t["kw"], t["sw"], t["pw"], t["dw"])
 
             def gflop():
-                return 2e-9 * t["oc"] * t["ic"] // t["g"] * t["kh"] * t["kw"] * oh() * ow()
+                return 2e-9 * t["oc"] * (t["ic"] // t["g"]) * t["kh"] * t["kw"] * oh() * ow()
 
             while gflop() > cap_gflop and oh(4) >= 3 and ow(4) >= 3:
                 t["ih"] -= 4
@@ -111,21 +111,32 @@ def emulate(d, syscalls):
     (magic, entry, done, context, rsp, fs_base, y_va, y_bytes, scale_va, off_status, off_message,
      off_bound, off_isa) = struct.unpack_from("<13Q", index)
     assert magic == 0x534E4150
-    ranges = [struct.unpack_from("<2Q", index, o) for o in range(104, len(index), 16)]
+    ranges, pos = [], 104
+    while pos < len(index):  # lo, hi, from_file, offset, path length, path
+        lo, hi, from_file, offset, n = struct.unpack_from("<5Q", index, pos)
+        ranges.append((lo, hi, index[pos + 40:pos + 40 + n].decode() if from_file else None, offset))
+        pos += 40 + n
     dump_file = open(os.path.join(d, "dump.bin"), "rb")
-    dump = mmap.mmap(dump_file.fileno(), 0, access=mmap.ACCESS_READ)
+    dump = mmap.mmap(dump_file.fileno(), 0, access=mmap.ACCESS_READ) if os.path.getsize(dump_file.name) else b""
 
     pt = mem.PageMapLevel4Table()
-    pages = 0
-    for lo, hi in ranges:
+    source = []  # per guest page: (file or None for the dump, byte offset)
+    dumped = 0
+    for lo, hi, path, offset in ranges:
         for va in range(lo, hi, PAGE):
-            pt.insert(va, DATA_PA + pages * PAGE, 1)
-            pages += 1
-    assert pages * PAGE == len(dump)
+            pt.insert(va, DATA_PA + len(source) * PAGE, 1)
+            if path:
+                source.append((path, offset + va - lo))
+            else:
+                source.append((None, dumped))
+                dumped += PAGE
+    assert dumped == len(dump)
+    pages = len(source)
+    files = {}
     syscall_pa = DATA_PA + pages * PAGE
     mmap_pa = syscall_pa + PAGE
-    assert all(hi <= SYSCALL_VA or lo > SYSCALL_VA for lo, hi in ranges)
-    assert all(hi <= MMAP_VA or lo >= MMAP_VA + MMAP_BYTES for lo, hi in ranges)
+    assert all(hi <= SYSCALL_VA or lo > SYSCALL_VA for lo, hi, _, _ in ranges)
+    assert all(hi <= MMAP_VA or lo >= MMAP_VA + MMAP_BYTES for lo, hi, _, _ in ranges)
     pt.insert(SYSCALL_VA, syscall_pa, 1)
     for i in range(MMAP_BYTES // PAGE):
         pt.insert(MMAP_VA + i * PAGE, mmap_pa + i * PAGE, 1)
@@ -137,8 +148,14 @@ def emulate(d, syscalls):
         gpa -= gpa % PAGE
         hva = mem.allocate_host_page()
         if DATA_PA <= gpa < syscall_pa:
-            i = (gpa - DATA_PA) // PAGE
-            ctypes.memmove(hva, dump[i * PAGE:(i + 1) * PAGE], PAGE)
+            path, at = source[(gpa - DATA_PA) // PAGE]
+            if path is None:
+                data = dump[at:at + PAGE]
+            else:  # the mapping may end past the file's end: zeros there, as in the process
+                f = files.setdefault(path, open(path, "rb"))
+                f.seek(at)
+                data = f.read(PAGE)
+            ctypes.memmove(hva, data, len(data))
         elif not mmap_pa <= gpa < mmap_pa + MMAP_BYTES:
             raise RuntimeError(f"guest physical page {gpa:#x} is outside the snapshot")
         mem.page_insert(gpa, hva)
@@ -226,7 +243,7 @@ def where(d, rip):
 def run_one(args, desc, algo, config, packed):
     try:
         return run_checked(args, desc, algo, config, packed)
-    except Exception as e:  # a missing tool or file: that call failed, the others go on
+    except Exception as e:  # a timeout, a missing tool or file: that call failed, the others go on
         return "FAIL", f"{type(e).__name__}: {e}"
 
 
@@ -236,14 +253,14 @@ def run_checked(args, desc, algo, config, packed):
         env.pop("LD_PRELOAD", None)
         env.pop("CONVTUNE_MAX_ISA", None)  # the point is the widest ISA
         snap = subprocess.run([args.tool, "snap", desc, algo, config, d] + (["packed"] if packed else []),
-                              capture_output=True, text=True, env=env)
+                              capture_output=True, text=True, env=env, timeout=args.timeout)
         if snap.returncode != 0:
             return "FAIL", f"snapshot failed: {snap.stderr.strip()}"
         emu_env = dict(os.environ)
         if os.environ.get("CONVTUNE_EMULATE_PRELOAD"):  # scripts/emulate-avx512.sh
             emu_env["LD_PRELOAD"] = os.environ["CONVTUNE_EMULATE_PRELOAD"]
         emu = subprocess.run([sys.executable, __file__, "--emulate", d, "--syscalls", args.syscalls],
-                             capture_output=True, text=True, env=emu_env)
+                             capture_output=True, text=True, env=emu_env, timeout=args.timeout)
         m = re.search(r"status=(\d+) isa=(\d+) finished=(\d) vector=(\S+) rip=(\S+) rax=(\d+) seconds=(\S+)\nmessage=(.*)",
                       emu.stdout, re.S)
         if not m:
@@ -263,7 +280,8 @@ def run_checked(args, desc, algo, config, packed):
             if m.group(4) == "6" and SYSCALL_VA <= rip < SYSCALL_VA + PAGE:
                 detail += f" (system call {m.group(6)}, which tests/emulate/syscalls.s does not answer)"
             return "FAIL", f"{STATUS.get(status, status)}: {detail}"
-        check = subprocess.run([args.tool, "check", desc, d], capture_output=True, text=True, env=env)
+        check = subprocess.run([args.tool, "check", desc, d], capture_output=True, text=True, env=env,
+                               timeout=args.timeout)
         return ("ok" if check.returncode == 0 else "FAIL"), (check.stdout + check.stderr).strip() + f" ({m.group(7)} s emulated)"
 
 
@@ -275,6 +293,8 @@ def main():
     ap.add_argument("--algos", default=",".join(ALGOS))
     ap.add_argument("--layers", type=float, metavar="CAP", help="the shared layers, shrunk to <= CAP GFLOP")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--timeout", type=float, default=900, metavar="S",
+                    help="seconds for each step of a call (a guest that never returns fails)")
     ap.add_argument("--emulate", metavar="DIR", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.emulate:

@@ -692,4 +692,52 @@ TEST_CASE("ONNX values shape inference would crash on are refused in subgraphs a
     CHECK_THAT(import_error(dir.write("cycle.onnx", m)),
                Contains("the graph has a cycle") && Contains("\"r1\"") && Contains("\"r2\""));
   }
+  // Omitted optional inputs and outputs are empty names, not one tensor: a Dropout with both
+  // imports (it had been taken for a node reading its own output).
+  {
+    onnx::ModelProto m = onnx_models::single_conv({1, 4, 8, 8}, {4, 4, 3, 3});
+    onnx::NodeProto dropout;
+    dropout.set_op_type("Dropout");
+    dropout.set_name("dropout");
+    before_conv(m, dropout);
+    auto* d = m.mutable_graph()->mutable_node(0);
+    d->add_input("");
+    d->add_input("");
+    d->add_output("");
+    CHECK(conv::import_model(dir.write("dropout.onnx", m)).size() == 1);
+  }
+  // A function body's strides given by the calling node (ref_attr_name): onnx substitutes them
+  // unchecked, so they are refused.
+  {
+    onnx::ModelProto m = onnx_models::single_conv({1, 4, 8, 8}, {4, 4, 3, 3});
+    auto* opset = m.add_opset_import();
+    opset->set_domain("my");
+    opset->set_version(1);
+    onnx::FunctionProto* f = m.add_functions();
+    f->set_name("Pool");
+    f->set_domain("my");
+    f->add_input("a");
+    f->add_output("b");
+    f->add_attribute("s");
+    *f->add_opset_import() = m.opset_import(0);
+    onnx::NodeProto* pool = f->add_node();
+    pool->set_op_type("MaxPool");
+    pool->set_name("inner");
+    pool->add_input("a");
+    pool->add_output("b");
+    ints(*pool, "kernel_shape", {1, 1});
+    auto* ref = pool->add_attribute();
+    ref->set_name("strides");
+    ref->set_type(onnx::AttributeProto::INTS);
+    ref->set_ref_attr_name("s");
+    onnx::NodeProto call;
+    call.set_op_type("Pool");
+    call.set_domain("my");
+    call.set_name("call");
+    ints(call, "s", {0, 0});
+    before_conv(m, call);
+    CHECK_THAT(import_error(dir.write("ref.onnx", m)),
+               Contains("node \"inner\" (MaxPool): attribute \"strides\": a reference to the "
+                        "calling node's \"s\""));
+  }
 }

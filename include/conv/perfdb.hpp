@@ -169,7 +169,7 @@ class PerfDb {
   std::string integrity_check() const;
 
   /// "" when every row holds values convtune writes, else the first other row and column, e.g.
-  /// "winners row <key> (oneshot): median_ms: expected a finite number >= 0". Lookups skip such
+  /// "winners row <key> (oneshot): median_ms: expected a number from 0 to 1e300". Lookups skip such
   /// rows, rows() throws conv::Error for them and merge() refuses their file.
   std::string first_bad_row() const;
 

@@ -100,8 +100,8 @@ void apply_inputs(const Source& src, onnx::GraphProto& graph, const InputShapes&
     if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
 }
 
-/// A cycle of the graph whose vertex v has edges to uses[v] (v, then the vertices it leads back
-/// through), or empty when it is acyclic. Iterative (Kahn's algorithm), so a chain of a million
+/// A cycle of the graph whose vertex v has edges to uses[v], in the direction of the edges, or
+/// empty when it is acyclic. Iterative (Kahn's algorithm), so a chain of a million
 /// nodes does not recurse a million deep.
 std::vector<size_t> find_cycle(const std::vector<std::vector<size_t>>& uses) {
   std::vector<size_t> pending(uses.size(), 0);
@@ -158,14 +158,17 @@ void check_graph(const Source& src, const onnx::GraphProto& graph) {
                   " (a tensor has one producer)");
   }
   // A cycle would leave its tensors "produced by no node" in the messages after inference.
+  // An empty name is an omitted optional input or output, not a tensor.
   std::unordered_map<std::string, size_t> made_by;
   for (int n = 0; n < graph.node_size(); ++n)
-    for (const auto& out : graph.node(n).output()) made_by.emplace(out, static_cast<size_t>(n));
-  std::vector<std::vector<size_t>> uses(static_cast<size_t>(graph.node_size()));
+    for (const auto& out : graph.node(n).output())
+      if (!out.empty()) made_by.emplace(out, static_cast<size_t>(n));
+  std::vector<std::vector<size_t>> consumers(static_cast<size_t>(graph.node_size()));
   for (int n = 0; n < graph.node_size(); ++n)
     for (const auto& in : graph.node(n).input())
-      if (const auto it = made_by.find(in); it != made_by.end()) uses[n].push_back(it->second);
-  if (const std::vector<size_t> cycle = find_cycle(uses); !cycle.empty()) {
+      if (const auto it = made_by.find(in); !in.empty() && it != made_by.end())
+        consumers[it->second].push_back(static_cast<size_t>(n));
+  if (const std::vector<size_t> cycle = find_cycle(consumers); !cycle.empty()) {
     std::string names;
     for (const size_t n : cycle) names += conv::quoted(NodeRef(src, graph.node(n)).name) + " -> ";
     NodeRef(src, graph.node(cycle[0]))
@@ -217,7 +220,17 @@ void check_graph(const Source& src, const onnx::GraphProto& graph) {
 
 /// The attribute values onnx 1.12's shape inference divides by or indexes with unchecked, on any
 /// node (strides 0 divide by zero; a blocksize of 2^32 squares to zero in DepthToSpace).
+/// Nodes of other domains have no ONNX inference and are skipped. In a function body a value may
+/// be a reference to the calling node's attribute (ref_attr_name), which onnx fills in unchecked:
+/// refused there for these attributes.
 void check_inferred_attributes(const NodeRef& at) {
+  if (!at.node.domain().empty() && at.node.domain() != "ai.onnx") return;
+  for (const auto& a : at.node.attribute())
+    for (const char* name : {"strides", "dilations", "kernel_shape", "blocksize"})
+      if (a.name() == name && !a.ref_attr_name().empty())
+        at.fail("attribute " + conv::quoted(name) + ": a reference to the calling node's " +
+                conv::quoted(a.ref_attr_name()) +
+                ", which the importer cannot check before ONNX's shape inference divides by it");
   for (const char* name : {"strides", "dilations", "kernel_shape"})
     onnx_import::ints_attr(at, name, 0, 1, {});
   if (onnx_import::is_onnx_op(at.node, "DepthToSpace") ||
@@ -308,7 +321,7 @@ void prepare_for_inference(const Source& src, onnx::GraphProto& graph) {
       if (!ws->dim(i).has_dim_value()) break;
       const int64_t d = ws->dim(i).dim_value();
       // Named as W's, not as the kernel_shape attribute the file does not have.
-      if (d < 1 || d > INT32_MAX)
+      if (d < 1 || d > onnx_import::kMaxValue)
         at.fail("input W " + conv::quoted(node.input(w)) + ": dimension " + std::to_string(i) +
                 " is " + std::to_string(d) + ", out of range [1, 2^31]");
       kernel.add_ints(d);

@@ -3,10 +3,11 @@
 //
 //   avx512_snapshot snap DESC ALGO CONFIG DIR [packed]
 //     prepares x, w, bias (ReferenceCase's seeded data), a NaN-poisoned y and the call
-//     context; then writes DIR/index.bin (entry point, context, the readable mappings) and
-//     DIR/dump.bin (their bytes). Nothing before the dump asks for the CPU's ISA, so cpu_isa()
-//     first runs inside the emulator and sees its CPUID. CONFIG "__list__" makes the emulated
-//     call report the algorithm's configs (or why it does not apply) instead of running.
+//     context; then writes DIR/index.bin (entry point, context, the readable mappings; for code
+//     mapped from a file its path and offset) and DIR/dump.bin (the other mappings' bytes). Nothing
+//     before the dump asks for the CPU's ISA, so cpu_isa() first runs inside the emulator and sees
+//     its CPUID. CONFIG "__list__" makes the emulated call report the algorithm's configs (or why
+//     it does not apply) instead of running.
 //   avx512_snapshot check DESC DIR
 //     compares DIR/y.bin with the float64 reference, using the error scale (DIR/scale.bin) and
 //     bound (DIR/bound.bin) the emulated algorithm reported: exit 0 when within the bound.
@@ -199,14 +200,24 @@ int snapshot(const conv::ConvProblem& p, const convtest::ReferenceCase& rc, int 
   for (char* line = g_maps; *line;) {
     char* end = std::strchr(line, '\n');
     if (end) *end = 0;
-    unsigned long lo = 0, hi = 0;
+    unsigned long lo = 0, hi = 0, offset = 0;
     char perms[8] = {0};
+    int path_at = 0;
     // [vvar] and [vsyscall] are the kernel's; reading them here faults or means nothing there.
-    if (std::sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && perms[0] == 'r' &&
-        !std::strstr(line, "[vvar") && !std::strstr(line, "[vsyscall]")) {
-      const uint64_t range[2] = {lo, hi};
-      write_all(index, range, sizeof range);
-      write_all(dump, reinterpret_cast<const void*>(lo), hi - lo);
+    if (std::sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &offset, &path_at) >= 4 &&
+        perms[0] == 'r' && !std::strstr(line, "[vvar") && !std::strstr(line, "[vsyscall]")) {
+      // Code mapped from a file is the file's bytes (most of the address space: the emulator
+      // reads those pages from the file); everything else, relocated read-only data included,
+      // is dumped.
+      const char* file = path_at > 0 ? line + path_at : "";
+      const bool from_file = std::strcmp(perms, "r-xp") == 0 && file[0] == '/';
+      const uint64_t record[5] = {lo, hi, from_file ? 1u : 0u, offset,
+                                  from_file ? std::strlen(file) : 0};
+      write_all(index, record, sizeof record);
+      if (from_file)
+        write_all(index, file, record[4]);
+      else
+        write_all(dump, reinterpret_cast<const void*>(lo), hi - lo);
     }
     if (!end) break;
     line = end + 1;

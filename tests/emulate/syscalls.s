@@ -22,14 +22,19 @@
   jne bad               # region the emulator maps (MMAP_VA, MMAP_BYTES there)
   test rdi, rdi
   jne bad
-  mov rax, [rip + next]
-  add rsi, 4095
+  mov [rip + saved], rsi  # the kernel keeps every register but rax, rcx and r11 (and the
+  add rsi, 4095           # caller's stack, whose red zone may be in use)
   and rsi, -4096
-  add [rip + next], rsi
-  mov rsi, [rip + next]
+  add rsi, [rip + next]
   cmp rsi, [rip + limit]
-  ja bad
+  ja full
+  mov rax, [rip + next]
+  mov [rip + next], rsi
+  mov rsi, [rip + saved]
   sysretq
+full:
+  mov rsi, [rip + saved]
+  ud2                     # rax still 9: the runner names the call
 affinity:
   mov qword ptr [rdx], 1
   mov eax, 8
@@ -44,4 +49,5 @@ bad:
   ud2
 .balign 8
 next: .quad 0x7e0000000000
+saved: .quad 0
 limit: .quad 0x7e0000000000 + (1 << 30)
