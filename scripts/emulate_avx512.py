@@ -19,7 +19,6 @@ takes for invalid; real CPUs run it) is reported as not checked, not as a failur
 import argparse
 import concurrent.futures
 import ctypes
-import glob
 import mmap
 import os
 import re
@@ -63,42 +62,10 @@ MMAP_VA, MMAP_BYTES = 0x7E00_0000_0000, 1 << 30  # its anonymous mmap region (ze
 STATUS = {0: "did not finish", 1: "ok", 3: "threw", 5: "configs", 6: "packs nothing", 7: "not applicable"}
 
 
-def shrunk_layers(cap_gflop):
-    out = {}
-    layers = os.environ.get("CONVTUNE_LAYERS") or os.path.join(os.path.dirname(__file__), "..", "..", "shared", "layers")
-    for path in sorted(glob.glob(os.path.join(layers, "*.txt"))):
-        for line in open(path):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            t = {k: int(v) for k, v in re.findall(r"([a-z]+)(\d+)", re.sub(r'n"[^"]*"', "", line.split()[0]))}
-            t["mb"] = 1
-            t.setdefault("g", 1)
-            t.setdefault("iw", t["ih"])
-            t.setdefault("kw", t["kh"])
-            for a, b, default in (("sh", "sw", 1), ("ph", "pw", 0), ("dh", "dw", 0)):
-                t.setdefault(a, default)
-                t.setdefault(b, t[a])
-
-            def size(i, k, s, p, d):
-                return (i + 2 * p - (k - 1) * (d + 1) - 1) // s + 1
-
-            def oh(dh=0):
-                return size(t["ih"] - dh, t["kh"], t["sh"], t["ph"], t["dh"])
-
-            def ow(dw=0):
-                return size(t["iw"] - dw, t["kw"], t["sw"], t["pw"], t["dw"])
-
-            def gflop():
-                return 2e-9 * t["oc"] * (t["ic"] // t["g"]) * t["kh"] * t["kw"] * oh() * ow()
-
-            while gflop() > cap_gflop and oh(4) >= 3 and ow(4) >= 3:
-                t["ih"] -= 4
-                t["iw"] -= 4
-            name = re.search(r'n"([^"]*)"', line)
-            desc = "g{g}mb1ic{ic}ih{ih}iw{iw}oc{oc}kh{kh}kw{kw}sh{sh}sw{sw}ph{ph}pw{pw}dh{dh}dw{dw}".format(**t)
-            out.setdefault(desc, name.group(1) if name else desc)
-    return out
+def shrunk_layers(tool, cap_gflop):
+    """{descriptor: layer name} from the tool's `layers` mode."""
+    out = subprocess.run([tool, "layers", str(cap_gflop)], capture_output=True, text=True, check=True).stdout
+    return dict(line.split("\t", 1) for line in out.splitlines())
 
 
 def emulate(d, syscalls):
@@ -301,7 +268,7 @@ def main():
         return emulate(args.emulate, args.syscalls)
     problems = {d: d for d in args.descriptors}
     if args.layers:
-        problems.update(shrunk_layers(args.layers))
+        problems.update(shrunk_layers(args.tool, args.layers))
     if not problems:
         problems = {d: d for d in QUICK}
     algos = args.algos.split(",")

@@ -602,6 +602,26 @@ TEST_CASE("ONNX values shape inference would crash on are refused in subgraphs a
     g->mutable_node()->SwapElements(0, 1);
     g->mutable_node(1)->set_input(0, "xn");
   };
+  // A model-local function my::<name>(a) -> b with an empty body, and a node calling it.
+  const auto local_function = [](onnx::ModelProto& m, const char* name) {
+    auto* opset = m.add_opset_import();
+    opset->set_domain("my");
+    opset->set_version(1);
+    onnx::FunctionProto* f = m.add_functions();
+    f->set_name(name);
+    f->set_domain("my");
+    f->add_input("a");
+    f->add_output("b");
+    *f->add_opset_import() = *opset;
+    return f;
+  };
+  const auto call_of = [](const char* function) {
+    onnx::NodeProto call;
+    call.set_op_type(function);
+    call.set_domain("my");
+    call.set_name("call");
+    return call;
+  };
   const auto ints = [](onnx::NodeProto& n, const char* name, std::vector<int64_t> v) {
     auto* a = n.add_attribute();
     a->set_name(name);
@@ -647,25 +667,12 @@ TEST_CASE("ONNX values shape inference would crash on are refused in subgraphs a
   // A model-local function that calls itself: onnx inferred its body until the stack overflowed.
   {
     onnx::ModelProto m = onnx_models::single_conv({1, 4, 8, 8}, {4, 4, 3, 3});
-    auto* opset = m.add_opset_import();
-    opset->set_domain("my");
-    opset->set_version(1);
-    onnx::FunctionProto* f = m.add_functions();
-    f->set_name("F");
-    f->set_domain("my");
-    f->add_input("a");
-    f->add_output("b");
-    *f->add_opset_import() = *opset;
+    onnx::FunctionProto* f = local_function(m, "F");
     onnx::NodeProto* self = f->add_node();
-    self->set_op_type("F");
-    self->set_domain("my");
+    *self = call_of("F");
     self->add_input("a");
     self->add_output("b");
-    onnx::NodeProto call;
-    call.set_op_type("F");
-    call.set_domain("my");
-    call.set_name("call");
-    before_conv(m, call);
+    before_conv(m, call_of("F"));
     CHECK_THAT(import_error(dir.write("recursive.onnx", m)),
                Contains("function \"F\" (domain \"my\"): calls itself (\"F\" -> \"F\")"));
   }
@@ -710,16 +717,9 @@ TEST_CASE("ONNX values shape inference would crash on are refused in subgraphs a
   // unchecked, so they are refused.
   {
     onnx::ModelProto m = onnx_models::single_conv({1, 4, 8, 8}, {4, 4, 3, 3});
-    auto* opset = m.add_opset_import();
-    opset->set_domain("my");
-    opset->set_version(1);
-    onnx::FunctionProto* f = m.add_functions();
-    f->set_name("Pool");
-    f->set_domain("my");
-    f->add_input("a");
-    f->add_output("b");
+    onnx::FunctionProto* f = local_function(m, "Pool");
     f->add_attribute("s");
-    *f->add_opset_import() = m.opset_import(0);
+    *f->add_opset_import() = m.opset_import(0);  // its MaxPool's
     onnx::NodeProto* pool = f->add_node();
     pool->set_op_type("MaxPool");
     pool->set_name("inner");
@@ -730,10 +730,7 @@ TEST_CASE("ONNX values shape inference would crash on are refused in subgraphs a
     ref->set_name("strides");
     ref->set_type(onnx::AttributeProto::INTS);
     ref->set_ref_attr_name("s");
-    onnx::NodeProto call;
-    call.set_op_type("Pool");
-    call.set_domain("my");
-    call.set_name("call");
+    onnx::NodeProto call = call_of("Pool");
     ints(call, "s", {0, 0});
     before_conv(m, call);
     CHECK_THAT(import_error(dir.write("ref.onnx", m)),

@@ -22,9 +22,11 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Unknown numbers (-1 in the C++ structs) are null in the text form.
+// Unknown numbers (-1 in the C++ structs) are null in the text form; +infinity (a max_error
+// measured on a non-finite output, the one infinite value a database holds) is "inf", which JSON
+// has no number for.
 Json number(double v) {
-  return v >= 0 ? Json(v) : Json(nullptr);
+  return std::isinf(v) ? Json("inf") : v >= 0 ? Json(v) : Json(nullptr);
 }
 
 Json export_json(const conv::PerfDb& db) {
@@ -50,24 +52,23 @@ Json export_json(const conv::PerfDb& db) {
   }
   for (const auto& r : rows.candidates) {
     const auto& c = r.candidate;
-    j["candidates"].push_back(
-        {{"fingerprint", r.fingerprint},
-         {"key", r.key},
-         {"algo", c.algo_id},
-         {"config", c.config},
-         {"algo_version", c.algo_version},
-         {"status", c.status},
-         {"median_ms", number(c.median_ms)},
-         {"min_ms", number(c.min_ms)},
-         {"max_ms", number(c.max_ms)},
-         {"packed_median_ms", number(c.packed_median_ms)},
-         {"packed_min_ms", number(c.packed_min_ms)},
-         {"max_error", std::isinf(c.max_error) ? Json("inf") : number(c.max_error)},
-         {"workspace_bytes", c.workspace_bytes},
-         {"message", c.message},
-         {"quality", to_json(c.quality)},
-         {"date", c.date},
-         {"version", r.version}});
+    j["candidates"].push_back({{"fingerprint", r.fingerprint},
+                               {"key", r.key},
+                               {"algo", c.algo_id},
+                               {"config", c.config},
+                               {"algo_version", c.algo_version},
+                               {"status", c.status},
+                               {"median_ms", number(c.median_ms)},
+                               {"min_ms", number(c.min_ms)},
+                               {"max_ms", number(c.max_ms)},
+                               {"packed_median_ms", number(c.packed_median_ms)},
+                               {"packed_min_ms", number(c.packed_min_ms)},
+                               {"max_error", number(c.max_error)},
+                               {"workspace_bytes", c.workspace_bytes},
+                               {"message", c.message},
+                               {"quality", to_json(c.quality)},
+                               {"date", c.date},
+                               {"version", r.version}});
   }
   return j;
 }

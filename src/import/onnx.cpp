@@ -6,7 +6,6 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -116,22 +115,22 @@ std::vector<size_t> find_cycle(const std::vector<std::vector<size_t>>& uses) {
     for (const size_t u : uses[v])
       if (--pending[u] == 0) ready.push_back(u);
   }
-  // Every vertex left has an incoming edge from another one left: walking those edges backwards
-  // from any of them repeats a vertex within uses.size() steps, and that repetition is a cycle.
-  std::vector<std::vector<size_t>> from(uses.size());
+  // Every vertex left has an incoming edge from another one left (`from`): walking those edges
+  // backwards from any of them repeats a vertex within uses.size() steps, closing a cycle.
+  std::vector<size_t> from(uses.size(), SIZE_MAX);
   for (size_t v = 0; v < uses.size(); ++v)
     for (const size_t u : uses[v])
-      if (pending[v] > 0 && pending[u] > 0) from[u].push_back(v);
+      if (pending[v] > 0 && pending[u] > 0) from[u] = v;
   const auto start = std::find_if(pending.begin(), pending.end(), [](size_t n) { return n > 0; });
   if (start == pending.end()) return {};
   std::vector<size_t> walk;
   std::vector<size_t> seen_at(uses.size(), SIZE_MAX);
   for (size_t v = static_cast<size_t>(start - pending.begin()); seen_at[v] == SIZE_MAX;
-       v = from[v][0]) {
+       v = from[v]) {
     seen_at[v] = walk.size();
     walk.push_back(v);
   }
-  const size_t repeat = from[walk.back()][0];
+  const size_t repeat = from[walk.back()];
   std::vector<size_t> cycle(walk.begin() + static_cast<std::ptrdiff_t>(seen_at[repeat]),
                             walk.end());
   std::reverse(cycle.begin(), cycle.end());  // in the direction of the edges

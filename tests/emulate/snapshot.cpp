@@ -8,6 +8,10 @@
 //     before the dump asks for the CPU's ISA, so cpu_isa() first runs inside the emulator and sees
 //     its CPUID. CONFIG "__list__" makes the emulated call report the algorithm's configs (or why
 //     it does not apply) instead of running.
+//   avx512_snapshot layers CAP
+//     prints every layer of the shared layer files (convtest::all_layer_problems, batch 1) with
+//     its image shrunk by 4 pixels at a time to at most CAP GFLOP, as "descriptor<TAB>name",
+//     each problem once.
 //   avx512_snapshot check DESC DIR
 //     compares DIR/y.bin with the float64 reference, using the error scale (DIR/scale.bin) and
 //     bound (DIR/bound.bin) the emulated algorithm reported: exit 0 when within the bound.
@@ -17,8 +21,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -149,6 +155,22 @@ int check(const conv::ConvProblem& p, const convtest::ReferenceCase& rc, const s
   return r.ok() ? 0 : 1;
 }
 
+int shrunk_layers(double cap_gflop) {
+  std::set<std::string> seen;
+  for (conv::ConvProblem p : convtest::all_layer_problems(1)) {
+    for (conv::ConvProblem q = p; p.flops() > cap_gflop * 1e9; p = q) {
+      q.H -= 4;
+      q.W -= 4;
+      if (q.H < 1 || q.W < 1 || q.OH() < 3 || q.OW() < 3) break;
+    }
+    const std::string name = p.name;
+    p.name.clear();
+    if (seen.insert(p.key()).second)
+      std::printf("%s\t%s\n", conv::to_descriptor(p).c_str(), name.c_str());
+  }
+  return 0;
+}
+
 int snapshot(const conv::ConvProblem& p, const convtest::ReferenceCase& rc, int argc, char** argv) {
   const conv::Algorithm* algo = conv::find_algorithm(argv[3]);
   if (!algo) {
@@ -237,13 +259,22 @@ int snapshot(const conv::ConvProblem& p, const convtest::ReferenceCase& rc, int 
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (!((mode == "snap" && (argc == 6 || argc == 7)) || (mode == "check" && argc == 4))) {
+  if (!((mode == "snap" && (argc == 6 || argc == 7)) || (mode == "check" && argc == 4) ||
+        (mode == "layers" && argc == 3))) {
     std::fprintf(stderr,
                  "usage: avx512_snapshot snap DESC ALGO CONFIG DIR [packed]\n"
-                 "       avx512_snapshot check DESC DIR\n");
+                 "       avx512_snapshot check DESC DIR\n"
+                 "       avx512_snapshot layers CAP_GFLOP\n");
     return 2;
   }
   try {
+    if (mode == "layers") {
+      char* end = nullptr;
+      const double cap = std::strtod(argv[2], &end);
+      if (*end != '\0' || !(cap > 0))
+        throw conv::Error(std::string("CAP: expected GFLOP > 0, got ") + argv[2]);
+      return shrunk_layers(cap);
+    }
     const conv::ConvProblem p = conv::parse_descriptor(argv[2]);
     const convtest::ReferenceCase rc(p, 7);
     return mode == "check" ? check(p, rc, argv[3]) : snapshot(p, rc, argc, argv);
