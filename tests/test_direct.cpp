@@ -426,7 +426,7 @@ TEST_CASE("cpu.direct_kvec: runs of blocks summed in one tile, every block size 
   // broadcasts rather than weights).
   const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct_kvec");
   const std::vector<std::string> descriptors = {
-      "mb1ic4ih20iw61oc33kh3kw3ph1pw1n\"runs:rows\"",
+      "mb1ic4ih20iw61oc37kh3kw3ph1pw1n\"runs:rows\"",
       "mb2ic5ih9iw9oc40kh3kw3ph1pw1n\"runs:wide\"",
       "mb1ic3ih30iw30oc37kh3kw3sh2sw2ph1pw1n\"runs:wide_s2\"",
       "mb1ic70ih13iw13oc50kh1kw1n\"runs:flat\"",

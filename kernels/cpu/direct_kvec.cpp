@@ -16,7 +16,7 @@
 // one tap are then a few contiguous cache lines where the planar view spreads them over 8 planes
 // and stride phases (2 threads, resnet50 res3_3x3_s2: AVX2 cap `oc32` 1.44-1.52 -> 1.36-1.37
 // ms, the copy about as costly; AVX-512 likewise). Such a kernel sums blocks of 8 channels per
-// tap, over weights packed [g][K/g/(kb*lanes)][C/g/8][R*S][8][kb*lanes].
+// tap, over the planar view's packed weights (a block's 8 channels R*S steps apart).
 // Weights are packed [g][K/g/(kb*lanes)][C/g][R*S][kb*lanes] (oneDNN's OIhw16o blocking, the last
 // block zero-filled): by a Plan once, or per call into the workspace (for one image, unless
 // output-channel blocks run innermost, each thread packs the blocks of its own tasks into its
@@ -201,23 +201,14 @@ void pack_columns(const ConvProblem& p, const Layout& l, const float* w, int64_t
                  l.kbl);
 }
 
-// Packs output-channel block gkb = (grp, kb) of KCRS weights into dst (C/g*R*S*kbl floats).
+// Packs output-channel block gkb = (grp, kb) of KCRS weights into dst (C/g*R*S*kbl floats),
+// every view's order: nChw8c kernels read a block of 8 channels' weights 8 channels apart
+// rather than packed in the order they use them ([C/g/8][R*S][8][kbl]), because that order
+// took a pack call per channel of R*S columns, 2x the time of one pass over whole rows, and
+// one-shot packing is most of the cost where weights dominate (2 threads, Zen 5, AVX-512,
+// resnet50 res5_3x3_s2 `oc32_avx512_nchw8c`: packing 0.27 of 0.79 ms).
 void pack_block(const ConvProblem& p, const Layout& l, const float* w, int64_t gkb, float* dst) {
-  const int64_t grp = gkb / l.nkb, kb = gkb % l.nkb, CT = p.Cg() * p.R * p.S;
-  const int64_t k0 = kb * l.kbl;
-  const int rows = static_cast<int>(std::min(l.kbl, p.Kg() - k0));
-  if (l.g.cblock > 1) {
-    // nChw8c: columns (channel block, tap, channel): channel i's taps, contiguous in KCRS, go to
-    // every 8th column (a scalar reorder into a table before the transposes took 7% of resnet50
-    // res4_3x3_s2 `oc32_nchw8c` one-shot, 2 threads, Zen 3).
-    const int64_t T = p.R * p.S;
-    const float* src = w + (grp * p.Kg() + k0) * CT;
-    for (int64_t c = 0; c < p.Cg(); ++c)
-      kvec_pack_avx2(src + c * T, CT, rows, T, static_cast<int>(l.kbl),
-                     dst + ((c / 8 * T) * 8 + c % 8) * l.kbl, 8 * l.kbl);
-    return;
-  }
-  pack_columns(p, l, w, gkb, 0, CT, dst);
+  pack_columns(p, l, w, gkb, 0, p.Cg() * p.R * p.S, dst);
 }
 
 }  // namespace
@@ -419,7 +410,8 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
         KvecCommon cc = common;
         for (int64_t c0 = 0; c0 < Cg; c0 += chunk) {
           cc.channels = std::min(chunk, Cg - c0) / cpl;
-          const int64_t per_call = cc.step_x && !g.flat ? cc.channels * T : cc.channels;
+          const int64_t per_call =
+              (cc.step_x || cpl > 1) && !g.flat ? cc.channels * T : cc.channels;
           blk.w = wk + c0 * T * kbl;
           if (pack_chunks) {
             pack_columns(p, l, a.w, gkb, c0 * T, std::min(chunk, Cg - c0) * T, wchunk);
@@ -430,7 +422,8 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
           for (int64_t i = 0; i < nb; ++i) {
             blk.x = xg + c0 / cpl * g.plane + pos[i].x * cpl;
             blk.tile = tiles + off[i] * L;
-            // A kernel call prefetches a line per step of its step table, else per channel.
+            // A kernel call prefetches a line per (channel, tap) step of its step table or per
+            // (channel block, tap) step of an nChw8c view, else per channel.
             if (blk.pf) blk.pf_lines = std::min(per_call, pf_total - pf_done);
             fns[pos[i].n](cc, blk);
             blk.pf += 16 * blk.pf_lines;
@@ -487,7 +480,9 @@ class DirectKvec final : public Algorithm {
   // 10: one-shot AVX2 tasks of a whole block pack its weights chunk by chunk (same sums).
   // 11: AVX2 "_nchw8c" chunks of up to a quarter of the L2; nChw8c packing without a scalar
   // reorder (same sums).
-  std::string version() const override { return "11"; }
+  // 12: "_nchw8c" weights packed in the planar order; their kernels prefetch the block packed
+  // next per (channel block, tap) step (same sums).
+  std::string version() const override { return "12"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
 

@@ -56,9 +56,9 @@ struct KvecBlock {
   float* tile = nullptr;
   int64_t slab = 0;  ///< tile floats between vectors of channels, at least nw * lanes
   bool partial = false;
-  /// Reduction step i (a step of the step table, else a channel), i < pf_lines, prefetches the
-  /// cache line at pf + 16 * i into L2: the weights the thread packs next (one-shot), fetched
-  /// while this block computes.
+  /// Reduction step i (a step of the step table, an nChw8c (block, tap) step, else a channel),
+  /// i < pf_lines, prefetches the cache line at pf + 16 * i into L2: the weights the thread
+  /// packs next (one-shot), fetched while this block computes.
   const float* pf = nullptr;
   int64_t pf_lines = 0;
 };

@@ -75,12 +75,14 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
   } else if constexpr (WALK == KvecWalk::nchw8c) {
     // `channels` blocks of 8: per tap, the 8 channels of a position are consecutive floats, so
     // a block's NW positions x 8 channels are NW*32 contiguous bytes (stride phases apart)
-    // where the planar view reads 8 planes. Weights [block][tap][8][KB*L].
-    const int64_t taps = c.taps;
+    // where the planar view reads 8 planes. Weights in the planar order [channel][tap][KB*L],
+    // so that one-shot calls pack them with one pass of whole KCRS rows (see pack_block).
+    const int64_t taps = c.taps, ics = taps * KB * L;
     const int64_t* tap = c.tap;
-    for (int64_t cb = 0; cb < channels; ++cb, x += xcs) {
-      fetch(cb);
-      for (int64_t t = 0; t < taps; ++t, w += 8 * KB * L) {
+    for (int64_t cb = 0, i = 0; cb < channels; ++cb, x += xcs, w += 8 * ics) {
+      const float* wt = w;
+      for (int64_t t = 0; t < taps; ++t, ++i, wt += KB * L) {
+        fetch(i);
         const float* xt = x + tap[t];
         if (ahead) {
           _mm_prefetch(reinterpret_cast<const char*>(xt + ahead), _MM_HINT_T0);
@@ -88,7 +90,7 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
             _mm_prefetch(reinterpret_cast<const char*>(xt + ahead + 8 * NW - 1), _MM_HINT_T0);
         }
         CONVTUNE_UNROLL for (int ic = 0; ic < 8; ++ic)
-            kvec_step<V, KB, NW, 8>(acc, xt + ic, w + ic * KB * L);
+            kvec_step<V, KB, NW, 8>(acc, xt + ic, wt + ic * ics);
       }
     }
   } else if (const int64_t* step_x = c.step_x) {

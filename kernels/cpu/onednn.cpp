@@ -29,6 +29,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "conv/algorithm.hpp"
@@ -226,8 +227,38 @@ struct Shape {
   std::string impl;       // oneDNN implementation at thread_ceiling() threads
 };
 
+// Problems oneDNN 2.6 cannot be asked about, found with AVX-512 (none failed under the AVX2 cap):
+// - its jit convolutions keep tensor sizes in 32-bit ints: creating the 1x1 convolution of an
+//   output of 2^17 channels x 2^20 positions (2^37 elements, 0 modulo 2^32) divided by zero
+//   (SIGFPE), and sizes that wrap to other values would index wrongly;
+// - creating a convolution takes host memory in proportion to the output width, about 3 KB per
+//   column for a padded 1x1 (1.5-3 GB at 2^20 columns, so a valid problem of 2^24 could exhaust
+//   24 GiB); 2^15 columns take about 100 MB;
+// - likewise about 4 bytes per kernel tap (4.2 GB and 12 s for 8388607x129 taps).
+constexpr int64_t kMaxOneDnnElems = (int64_t{1} << 31) - 1, kMaxOneDnnOw = int64_t{1} << 15,
+                  kMaxOneDnnTaps = int64_t{1} << 20;
+
 Shape make_shape(const ConvProblem& p, Variant v) {
   Shape s;
+  for (const auto& [name, elems] :
+       {std::pair<const char*, int64_t>{"x", p.x_elems()}, {"w", p.w_elems()}, {"y", p.y_elems()}})
+    if (elems > kMaxOneDnnElems) {
+      s.reason = std::string(name) + ": " + std::to_string(elems) +
+                 " elements, more than oneDNN 2.6's jit convolutions index (2^31 - 1)";
+      return s;
+    }
+  if (p.OW() > kMaxOneDnnOw) {
+    s.reason = "OW: " + std::to_string(p.OW()) +
+               " output columns, more than 32768 (oneDNN 2.6 takes about 3 KB of memory per "
+               "column to create a convolution)";
+    return s;
+  }
+  if (p.R * p.S > kMaxOneDnnTaps) {
+    s.reason = "R*S: " + std::to_string(p.R * p.S) +
+               " kernel taps, more than 2^20 (oneDNN 2.6 takes about 4 bytes of memory per tap "
+               "to create a convolution)";
+    return s;
+  }
   try {
     {
       ScopedOmpThreads scope(thread_ceiling());
