@@ -463,8 +463,10 @@ TEST_CASE("cpu.direct_kvec: one-shot weights packed chunk by chunk, K tails, 1 t
 TEST_CASE("cpu.direct_kvec: the weight transposes, every block width, row count and tail") {
   // kvec_pack_avx2 packs every config's weights, the AVX-512 ones (48 and 64 rows) included, so
   // this checks their packing on AVX2 CPUs too: whole and partial blocks of rows, 1-21 columns
-  // (tails of 1-7 after whole groups of 8 and 16), destination strides of one block (planar
-  // order) and eight (nChw8c order), against a scalar transpose; untouched floats stay poisoned.
+  // (tails of 1-7 after whole groups of 8 and 16), destination strides of one block (every
+  // config's order) and eight (which the function takes, though no config uses it since the
+  // nChw8c configs pack in the planar order), against a scalar transpose; untouched floats stay
+  // poisoned.
   if (conv::cpu_isa() == conv::CpuIsa::scalar) return;
   std::vector<float> src(64 * 23);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i % 997) * 0.5f + 1.0f;
@@ -495,8 +497,8 @@ TEST_CASE("cpu.direct_kvec: nChw8c views, every block size, 1 to 5 threads") {
   // bands per thread) and the kernels summing blocks of 8 channels per tap: strides 2 and 4, and
   // different per dimension, asymmetric and large padding, dilation, rows narrower than a
   // transpose, groups of 8 and 16 channels, K tails, AVX2 reduction chunks (400 channels of a 5x5
-  // kernel: several chunks below 1 MiB of L2 per core), 6 and 7 taps (fewer than a transpose's 8
-  // columns of packed weights) and 9 or 25 (one past a multiple of 8), wide
+  // kernel: several chunks below 1 MiB of L2 per core), 6, 7, 9 and 25 taps (each block of 8
+  // channels' weights R*S steps apart in the planar packing), wide
   // and rows modes, batch 2; packed and one-shot weights.
   const conv::Algorithm& algo = *conv::find_algorithm("cpu.direct_kvec");
   const std::vector<std::string> descriptors = {

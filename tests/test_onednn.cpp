@@ -163,13 +163,16 @@ TEST_CASE("cpu.onednn rejects a short workspace, an unknown config and null tens
 
 TEST_CASE("cpu.onednn refuses problems oneDNN 2.6 cannot be asked about and names the field") {
   // With AVX-512, creating these crashed (SIGFPE: an output of 2^37 elements, 0 modulo 2^32) or
-  // took gigabytes (memory in proportion to the output width and to the kernel taps); they are
-  // refused before oneDNN sees them, with every ISA. Each is a valid problem that other
-  // algorithms may run, and its neighbour just inside the limit is still asked.
+  // took gigabytes (memory in proportion to the output width and to the kernel taps: 4.2 GB for
+  // 8388607x129 taps); they are refused before oneDNN sees them, with every ISA. Sizes count
+  // channels padded to 16 (the blocked layouts'): one channel of 2^28 pixels is 2^32 there.
+  // Each is a valid problem that other algorithms may run, and the OW and tap limits' neighbours
+  // just inside are still asked.
   const std::pair<const char*, const char*> refused[] = {
       {"mb1ic16ih1iw2097151oc131072oh1ow1048576kh1kw1sw2", "y: "},
+      {"mb1ic1ih16384iw16384oc1kh1kw1", "x: "},
       {"mb1ic1ih1iw32769oc1kh1kw1", "OW: "},
-      {"mb1ic1ih2049iw2047oc1kh8388607kw129sh4sw33554433ph8388607pw2", "R*S: "},
+      {"mb1ic1ih2048iw1024oc1kh2048kw1024", "R, S: "},
   };
   for (const auto& [descriptor, field] : refused) {
     const conv::Applicability a = onednn().applicable(conv::parse_descriptor(descriptor));
@@ -178,6 +181,7 @@ TEST_CASE("cpu.onednn refuses problems oneDNN 2.6 cannot be asked about and name
     CHECK(a.reason.rfind(field, 0) == 0);
   }
   CHECK(onednn().applicable(conv::parse_descriptor("mb1ic1ih1iw32768oc1kh1kw1")).ok);
+  CHECK(onednn().applicable(conv::parse_descriptor("mb1ic1ih1024iw1024oc1kh1024kw1024")).ok);
 }
 
 TEST_CASE("cpu.onednn leaves the caller's OpenMP thread count as it was") {

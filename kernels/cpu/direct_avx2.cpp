@@ -91,9 +91,10 @@ void kvec_pack_avx2(const float* src, int64_t src_stride, int rows, int64_t cols
   // the block packed next (2 threads, one-shot, oc32_avx512: resnet50 res5_1x1b 0.49-0.51 ->
   // 0.45-0.46 ms, res4_1x1a 0.38 -> 0.37, alexnet conv5 0.53-0.54 -> 0.52; AVX2 cap, oc32:
   // 0.63-0.65 -> 0.59-0.60, 0.58-0.61 -> 0.55-0.56, 0.88-0.90 -> 0.87).
-  // The last cols % 8 columns (a 3x3 kernel's ninth tap per channel in nChw8c order) take
-  // masked loads and partial stores instead of scalar copies (2 threads, Zen 3: resnet50
-  // res4_3x3_s2 `oc32_nchw8c` one-shot, packing 6% -> 3% of the time).
+  // The last cols % 8 columns (of a reduction chunk's C*R*S, e.g. 10 channels of a 3x3 kernel)
+  // take masked loads and partial stores instead of scalar copies (2 threads, Zen 3, when
+  // nChw8c weights were packed per channel of 9 columns: resnet50 res4_3x3_s2 `oc32_nchw8c`
+  // one-shot, packing 6% -> 3% of the time).
   const int64_t full = cols / 8 * 8;
   const int tail = static_cast<int>(cols - full);
   const __m128 z = _mm_setzero_ps();

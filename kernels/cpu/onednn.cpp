@@ -230,7 +230,8 @@ struct Shape {
 // Problems oneDNN 2.6 cannot be asked about, found with AVX-512 (none failed under the AVX2 cap):
 // - its jit convolutions keep tensor sizes in 32-bit ints: creating the 1x1 convolution of an
 //   output of 2^17 channels x 2^20 positions (2^37 elements, 0 modulo 2^32) divided by zero
-//   (SIGFPE), and sizes that wrap to other values would index wrongly;
+//   (SIGFPE), and sizes that wrap to other values would index wrongly; the blocked layouts pad
+//   channels to 16, so K = 1 and 2^28 output positions are 2^32 elements there;
 // - creating a convolution takes host memory in proportion to the output width, about 3 KB per
 //   column for a padded 1x1 (1.5-3 GB at 2^20 columns, so a valid problem of 2^24 could exhaust
 //   24 GiB); 2^15 columns take about 100 MB;
@@ -240,11 +241,16 @@ constexpr int64_t kMaxOneDnnElems = (int64_t{1} << 31) - 1, kMaxOneDnnOw = int64
 
 Shape make_shape(const ConvProblem& p, Variant v) {
   Shape s;
+  // Counted with channels padded to 16, as the blocked layouts (nChw16c, OIhw16i16o) store them.
+  const auto up16 = [](int64_t v) { return (v + 15) / 16 * 16; };
   for (const auto& [name, elems] :
-       {std::pair<const char*, int64_t>{"x", p.x_elems()}, {"w", p.w_elems()}, {"y", p.y_elems()}})
+       {std::pair<const char*, int64_t>{"x", p.N * up16(p.C) * p.H * p.W},
+        {"w", p.groups * up16(p.Kg()) * up16(p.Cg()) * p.R * p.S},
+        {"y", p.N * up16(p.K) * p.OH() * p.OW()}})
     if (elems > kMaxOneDnnElems) {
       s.reason = std::string(name) + ": " + std::to_string(elems) +
-                 " elements, more than oneDNN 2.6's jit convolutions index (2^31 - 1)";
+                 " elements with channels padded to 16, more than oneDNN 2.6's jit convolutions "
+                 "index (2^31 - 1)";
       return s;
     }
   if (p.OW() > kMaxOneDnnOw) {
@@ -254,7 +260,7 @@ Shape make_shape(const ConvProblem& p, Variant v) {
     return s;
   }
   if (p.R * p.S > kMaxOneDnnTaps) {
-    s.reason = "R*S: " + std::to_string(p.R * p.S) +
+    s.reason = "R, S: " + std::to_string(p.R * p.S) +
                " kernel taps, more than 2^20 (oneDNN 2.6 takes about 4 bytes of memory per tap "
                "to create a convolution)";
     return s;
