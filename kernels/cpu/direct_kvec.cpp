@@ -202,7 +202,7 @@ void pack_columns(const ConvProblem& p, const Layout& l, const float* w, int64_t
 }
 
 // Packs output-channel block gkb = (grp, kb) of KCRS weights into dst (C/g*R*S*kbl floats),
-// every view's order: nChw8c kernels read a block of 8 channels' weights 8 channels apart
+// every view's order: nChw8c kernels read a block of 8 channels' weights R*S steps apart
 // rather than packed in the order they use them ([C/g/8][R*S][8][kbl]), because that order
 // took a pack call per channel of R*S columns, 2x the time of one pass over whole rows, and
 // one-shot packing is most of the cost where weights dominate (2 threads, Zen 5, AVX-512,

@@ -29,7 +29,6 @@
 #include <mutex>
 #include <string>
 #include <tuple>
-#include <utility>
 #include <vector>
 
 #include "conv/algorithm.hpp"
@@ -241,30 +240,32 @@ constexpr int64_t kMaxOneDnnElems = (int64_t{1} << 31) - 1, kMaxOneDnnOw = int64
 
 Shape make_shape(const ConvProblem& p, Variant v) {
   Shape s;
-  // Counted with channels padded to 16, as the blocked layouts (nChw16c, OIhw16i16o) store them.
-  const auto up16 = [](int64_t v) { return (v + 15) / 16 * 16; };
-  for (const auto& [name, elems] :
-       {std::pair<const char*, int64_t>{"x", p.N * up16(p.C) * p.H * p.W},
-        {"w", p.groups * up16(p.Kg()) * up16(p.Cg()) * p.R * p.S},
-        {"y", p.N * up16(p.K) * p.OH() * p.OW()}})
-    if (elems > kMaxOneDnnElems) {
-      s.reason = std::string(name) + ": " + std::to_string(elems) +
-                 " elements with channels padded to 16, more than oneDNN 2.6's jit convolutions "
-                 "index (2^31 - 1)";
+  // Tensor sizes counted with channels padded to 16, as the blocked layouts (nChw16c,
+  // OIhw16i16o) store them.
+  const auto up16 = [](int64_t n) { return (n + 15) / 16 * 16; };
+  struct Limit {
+    const char* field;
+    int64_t value, most;
+    const char* what;
+  };
+  const char* const elems =
+      " elements with channels padded to 16; oneDNN 2.6's jit convolutions index in 32 bits";
+  const Limit limits[] = {
+      {"x", p.N * up16(p.C) * p.H * p.W, kMaxOneDnnElems, elems},
+      {"w", p.groups * up16(p.Kg()) * up16(p.Cg()) * p.R * p.S, kMaxOneDnnElems, elems},
+      {"y", p.N * up16(p.K) * p.OH() * p.OW(), kMaxOneDnnElems, elems},
+      {"OW", p.OW(), kMaxOneDnnOw,
+       " output columns; oneDNN 2.6 takes about 3 KB of memory per column to create a "
+       "convolution"},
+      {"R, S", p.R * p.S, kMaxOneDnnTaps,
+       " kernel taps; oneDNN 2.6 takes about 4 bytes of memory per tap to create a convolution"},
+  };
+  for (const Limit& l : limits)
+    if (l.value > l.most) {
+      s.reason = std::string(l.field) + ": " + std::to_string(l.value) + l.what +
+                 ", so cpu.onednn takes at most " + std::to_string(l.most);
       return s;
     }
-  if (p.OW() > kMaxOneDnnOw) {
-    s.reason = "OW: " + std::to_string(p.OW()) +
-               " output columns, more than 32768 (oneDNN 2.6 takes about 3 KB of memory per "
-               "column to create a convolution)";
-    return s;
-  }
-  if (p.R * p.S > kMaxOneDnnTaps) {
-    s.reason = "R, S: " + std::to_string(p.R * p.S) +
-               " kernel taps, more than 2^20 (oneDNN 2.6 takes about 4 bytes of memory per tap "
-               "to create a convolution)";
-    return s;
-  }
   try {
     {
       ScopedOmpThreads scope(thread_ceiling());
