@@ -28,7 +28,9 @@ import sys
 import tempfile
 import time
 
-ALGOS = ["cpu.direct", "cpu.direct_kvec", "cpu.winograd", "cpu.fft", "cpu.pointwise", "cpu.depthwise"]
+# ALGO:CONFIG runs that config only: cpu.im2col_gemm's other configs are BLIS's kernels.
+ALGOS = ["cpu.direct", "cpu.direct_kvec", "cpu.winograd", "cpu.fft", "cpu.pointwise", "cpu.depthwise",
+         "cpu.im2col_gemm:oc6ow49_avx512"]
 
 # Small problems that reach every kernel family's AVX-512 code: 3x3, 1x1, strided, grouped,
 # depthwise, dilated, large kernels (FFT), few channels, small and odd images, batch 2.
@@ -271,14 +273,16 @@ def main():
         problems.update(shrunk_layers(args.tool, args.layers))
     if not problems:
         problems = {d: d for d in QUICK}
-    algos = args.algos.split(",")
+    algos = [a.partition(":")[::2] for a in args.algos.split(",")]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        lists = {(d, a): pool.submit(run_one, args, d, a, "__list__", False) for d in problems for a in algos}
+        lists = {(d, a, only): pool.submit(run_one, args, d, a, "__list__", False)
+                 for d in problems for a, only in algos}
         runs, counts = [], {}
-        for (d, a), f in lists.items():
+        for (d, a, only), f in lists.items():
             outcome, text = f.result()
             if outcome == "configs":
-                runs += [(d, a, c, p) for c in text.split(",") if c for p in (False, True)]
+                configs = [c for c in text.split(",") if c and (not only or c == only)]
+                runs += [(d, a, c, p) for c in configs for p in (False, True)]
             elif outcome != "not applicable":
                 print(f"FAIL {problems[d]} {a}: listing its configs: {text}", flush=True)
                 counts["FAIL"] = counts.get("FAIL", 0) + 1

@@ -501,3 +501,37 @@ TEST_CASE("autotune warns about an unknown CONVTUNE_DISABLE id and too many thre
     CHECK_THAT(r.out, Catch::Contains(" bytes)"));
   }
 }
+
+TEST_CASE(
+    "a BLIS_ARCH_TYPE that BLIS cannot run fails cpu.im2col_gemm's candidates, not autotune") {
+  // BLIS aborts the process on an index it was not built with, and its kernels trap on a CPU
+  // without their instructions (index 1, "knl", needs AVX-512 PF/ER, which no current CPU has);
+  // convtune checks the variable before BLIS starts (kernels/cpu/blis_arch.cpp).
+  TempDir tmp;
+  const std::string json = (tmp.dir / "out.json").string();
+  for (const char* value : {"999", "1", "skx", "-1"}) {
+    INFO("BLIS_ARCH_TYPE=" << value);
+    convtest::CommandResult r;
+    {
+      const convtest::ScopedEnv arch("BLIS_ARCH_TYPE", value);
+      r = convtest::run_command("('" + std::string(CONVTUNE_AUTOTUNE_EXE) +
+                                "' explain 'mb1ic8ih8oc8kh3'" + quick +
+                                "--algo cpu.im2col_gemm,cpu.direct --json > '" + json + "')");
+    }
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(std::ifstream(json));
+    int blis = 0, direct = 0;
+    for (const auto& c : j[0]["candidates"]) {
+      if (c["algo"] == "cpu.im2col_gemm") {
+        ++blis;
+        CHECK(c["status"] == "failed");
+        CHECK_THAT(c["message"].get<std::string>(), Catch::StartsWith("BLIS_ARCH_TYPE: \""));
+      } else if (c["algo"] == "cpu.direct" && c["status"] == "ok") {
+        ++direct;
+      }
+    }
+    CHECK(blis == 3);
+    CHECK(direct > 0);
+  }
+}

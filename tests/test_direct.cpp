@@ -235,7 +235,7 @@ TEST_CASE("cpu.direct: outputs past the L2, stored non-temporally line by line, 
   for (const auto& d : descriptors) {
     const conv::ConvProblem p = conv::parse_descriptor(d);
     // Streamed with 1 and 2 threads (direct.cpp: 2 * output bytes > threads * L2).
-    REQUIRE(p.y_bytes() > conv::kernels::direct::l2_cache_bytes());
+    REQUIRE(p.y_bytes() > conv::kernels::l2_cache_bytes());
     convtest::ReferenceCase ref(p, 17);
     for (const std::string& config : all_config_names(p)) {
       // Blocks this CPU runs (the others fall back to the portable kernels, which never stream).

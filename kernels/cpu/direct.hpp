@@ -69,6 +69,8 @@ struct BlockCommon {
   /// 1x1: prefetch only in the first output-channel block of a run (Block::runs), whose input
   /// comes from L3 or memory; the later blocks find it in L1.
   bool prefetch_first_only = false;
+  /// Weights prefetched this many (channel, tap) steps ahead (step_x loop only); 0: none.
+  int64_t w_prefetch_steps = 0;
   int64_t w_channel_stride = 0;  ///< weight floats between input channels
   int64_t w_tap_stride = 0;      ///< weight floats between taps
   int64_t w_kb_stride = 0;       ///< weight floats between output-channel blocks (Block::runs)

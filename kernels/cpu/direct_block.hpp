@@ -12,6 +12,9 @@
 
 #include <xmmintrin.h>
 
+#include <cstdint>
+#include <type_traits>
+
 #include "direct.hpp"
 
 namespace conv::kernels::direct {
@@ -107,14 +110,35 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r, int64_t po
     // per-channel pointer bumps (spilled to the stack) made oc4ow24 blocks 5-12% slower on AMD
     // Zen 3 (large 1x7, 3x3 layers; see README).
     const int64_t steps = channels * c.taps, wts = c.w_tap_stride, ahead = c.prefetch_ahead;
-    if (ahead) {
+    const int64_t wd = c.w_prefetch_steps;
+    // With weight prefetches (std::true_type): the weights of the step wd steps on, a line per
+    // KCRS row or the packed block's oc lines, every 16 steps; the input ahead as configured.
+    auto fetching = [&](auto with_w) __attribute__((always_inline)) {
+      constexpr bool W = decltype(with_w)::value;
       for (int64_t i = 0; i < steps; ++i) {
+        if constexpr (W) {
+          if ((i & 15) == 0) {
+            // As integers: the addresses may lie past the weights, where only prefetches go.
+            const uintptr_t w0 = reinterpret_cast<uintptr_t>(wp[0]) + 4 * (i + wd) * wts;
+            CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) _mm_prefetch(
+                reinterpret_cast<const char*>(
+                    wts == 1 ? reinterpret_cast<uintptr_t>(wp[k]) + 4 * (i + wd) : w0 + 64 * k),
+                _MM_HINT_T0);
+          }
+        }
         const int64_t xo = step_x[i];
-        _mm_prefetch(reinterpret_cast<const char*>(xp[0] + xo + ahead), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(xp[NV - 1] + xo + ahead + V::lanes - 1),
-                     _MM_HINT_T0);
+        if (!W || ahead) {
+          _mm_prefetch(reinterpret_cast<const char*>(xp[0] + xo + ahead), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(xp[NV - 1] + xo + ahead + V::lanes - 1),
+                       _MM_HINT_T0);
+        }
         step<V, OC, NV>(acc, xp, xo, wp, i * wts);
       }
+    };
+    if (wd) {
+      fetching(std::true_type{});
+    } else if (ahead) {
+      fetching(std::false_type{});
     } else if constexpr (V::lanes == 8) {
       // Two steps per iteration for the ymm blocks (2 threads, AVX2 cap, alternating builds:
       // alexnet conv1 oc4ow24 1.18-1.22 -> 1.11 ms, mobilenet_v2 stem 0.162 -> 0.154, seed

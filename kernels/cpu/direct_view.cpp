@@ -3,8 +3,6 @@
 
 #include <omp.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -42,18 +40,6 @@ bool unpadded(const ConvProblem& p) {
 
 bool dense_1x1(const ConvProblem& p) {
   return p.R == 1 && p.S == 1 && p.stride_h == 1 && p.stride_w == 1 && unpadded(p);
-}
-
-int64_t l2_cache_bytes() {
-  static const int64_t bytes = [] {
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    const long b = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#else
-    const long b = 0;  // not glibc: the fallback below
-#endif
-    return b > 0 ? static_cast<int64_t>(b) : int64_t{1} << 20;
-  }();
-  return bytes;
 }
 
 bool aligned_copy_optional(const ConvProblem& p, int lanes) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "conv/problem.hpp"
+#include "cpu/l2_cache.hpp"
 #include "direct.hpp"
 
 namespace conv::kernels::direct {
@@ -69,10 +70,6 @@ struct Geometry {
   size_t tap_bytes = 0, copy_floats = 0;
   size_t band_floats = 0;  // band weights, groups x taps x band (band mode)
 };
-
-/// This CPU's L2 cache per core in bytes (glibc's sysconf; 1 MiB where it does not say): the
-/// cache-blocking thresholds of cpu.direct and cpu.direct_kvec scale with it.
-int64_t l2_cache_bytes();
 
 /// The view for vectors of `lanes` positions (8 or 16), in band mode for `band` > 0 rows. With
 /// `aligned`, a 1x1 input that could be read in place is copied into cache-line-aligned planes

@@ -6,9 +6,11 @@
 // Configs: "blis" lets BLIS thread one GEMM per image and group; "cols" and "rows" give each
 // thread its own block of output positions (columns; its im2col, bias fill and GEMM run back to
 // back on data in its own caches) or of output channels (rows of the weights), each a
-// single-threaded BLIS sgemm.
+// single-threaded BLIS sgemm. "oc6ow49_avx512" (AVX-512 CPUs, 49 output positions) runs its own
+// im2col and GEMM instead (gemm49.hpp): 0.52 ms on resnet50 res5_3x3_s2 (2 threads, Zen 5) where
+// BLIS's best config took 1.0 ms.
 // Cost: N*K*C/g*R*S*OH*OW FMAs in the GEMM plus N*C*R*S*OH*OW copies for im2col.
-// Workspace: C/g*R*S*OH*OW*4 bytes (0 for the 1x1 case).
+// Workspace: C/g*R*S*OH*OW*4 bytes (0 for the 1x1 case); "oc6ow49_avx512": see gemm49.hpp.
 #include <blis.h>
 #include <omp.h>
 
@@ -16,6 +18,8 @@
 #include <cstring>
 
 #include "conv/algorithm.hpp"
+#include "cpu/blis_arch.hpp"
+#include "cpu/gemm49.hpp"
 #include "kernels.hpp"
 
 namespace conv::kernels {
@@ -56,31 +60,40 @@ void im2col_row(const ConvProblem& p, const float* x, float* col, int64_t row, i
 class Im2colGemm final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.im2col_gemm"; }
-  // BLIS does the work: another BLIS is another implementation.
-  std::string version() const override {
-    return std::string("1+blis.") + bli_info_get_version_str();
-  }
+  // BLIS does the work: another BLIS, or another of its kernel sets, is another implementation.
+  // 2: BLIS runs the kernels of convtune's ISA (blis_arch.cpp); "oc6ow49_avx512".
+  std::string version() const override { return "2+blis." + blis_kernels(); }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
   Applicability do_applicable(const ConvProblem&) const override { return Applicability::yes(); }
-  std::vector<std::string> do_configs(const ConvProblem&) const override {
-    return {"blis", "cols", "rows"};
+  std::vector<std::string> do_configs(const ConvProblem& p) const override {
+    std::vector<std::string> configs = {"blis", "cols", "rows"};
+    if (gemm49::offered(p)) configs.push_back(gemm49::kConfig);
+    return configs;
   }
 
-  size_t do_workspace_bytes(const ConvProblem& p, const std::string&) const override {
+  size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+    if (config == gemm49::kConfig) return gemm49::workspace_bytes(p);
     if (is_pointwise(p)) return 0;
     return static_cast<size_t>(p.Cg() * p.R * p.S) * p.OH() * p.OW() * sizeof(float);
   }
 
   void do_forward(const ConvProblem& p, const std::string& config,
                   const ForwardArgs& a) const override {
-    if (config != "blis" && config != "cols" && config != "rows")
-      throw Error("config: cpu.im2col_gemm has \"blis\", \"cols\" and \"rows\", got \"" + config +
-                  "\"");
+    const bool own = config == gemm49::kConfig;
+    if (config != "blis" && config != "cols" && config != "rows" && !own)
+      throw Error(std::string("config: cpu.im2col_gemm has \"blis\", \"cols\", \"rows\" and, on "
+                              "AVX-512 CPUs for 49 output positions, \"") +
+                  gemm49::kConfig + "\", got \"" + config + "\"");
     const size_t need = do_workspace_bytes(p, config);
     if (a.workspace_size < need || (need > 0 && !a.workspace))
       throw Error("workspace: cpu.im2col_gemm needs " + std::to_string(need) + " bytes, got " +
                   (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
+    if (own) {
+      gemm49::forward(p, a);
+      return;
+    }
+    blis_start();
     if (config == "blis")
       blis_threaded(p, a);
     else
