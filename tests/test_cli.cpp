@@ -534,4 +534,14 @@ TEST_CASE(
     CHECK(blis == 3);
     CHECK(direct > 0);
   }
+  // tune stores the other candidates' winner, and a second run answers from the database (the
+  // BLIS version, which both read, had thrown and failed them whole).
+  for (int run = 0; run < 2; ++run) {
+    const convtest::ScopedEnv arch("BLIS_ARCH_TYPE", "999");
+    const auto r = autotune("tune 'mb1ic8ih8oc8kh3' --db '" + tmp.db() + "'" + quick +
+                            "--algo cpu.im2col_gemm,cpu.direct");
+    INFO("run " << run << ": " << r.out);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("cpu.direct"));
+  }
 }

@@ -98,10 +98,16 @@ int64_t arch_for(CpuIsa isa) {
 void check_user_arch(const char* value) {
   char* end = nullptr;
   const long id = std::strtol(value, &end, 10);
-  if (*end != '\0' || id < 0 || id >= BLIS_NUM_ARCHS || !runs_here(id))
-    throw Error(std::string("BLIS_ARCH_TYPE: \"") + value +
-                "\" is not the index of a sub-configuration that this BLIS " +
-                bli_info_get_version_str() + " was built with and this CPU can run");
+  if (*end == '\0' && id >= 0 && id < BLIS_NUM_ARCHS && runs_here(id)) return;
+  std::string valid;
+  for (int64_t i = 0; i < BLIS_NUM_ARCHS; ++i)
+    if (runs_here(i))
+      valid += (valid.empty() ? "" : ", ") + std::to_string(i) + " (" +
+               bli_arch_string(static_cast<arch_t>(i)) + ")";
+  throw Error(std::string("BLIS_ARCH_TYPE: \"") + value +
+              "\" is not the index of a sub-configuration that this BLIS " +
+              bli_info_get_version_str() + " was built with and this CPU can run; those are " +
+              valid);
 }
 
 void start() {
@@ -136,7 +142,13 @@ void blis_start() {
 }
 
 std::string blis_kernels() {
-  blis_start();
+  try {
+    blis_start();
+  } catch (const Error&) {
+    // A setting BLIS cannot start with fails the BLIS calls (forward() throws); the version, which
+    // the tuner and best_forward read for every candidate, stays available.
+    return std::string(bli_info_get_version_str()) + ".unstarted";
+  }
   return std::string(bli_info_get_version_str()) + "." + bli_arch_string(bli_arch_query_id());
 }
 

@@ -12,7 +12,7 @@ namespace conv::kernels {
 void blis_start();
 
 /// BLIS's version and the sub-configuration whose kernels it runs, e.g. "0.9.0.skx". Starts BLIS
-/// (blis_start()); throws as it does.
+/// (blis_start()); where that throws, "<version>.unstarted" (never throws).
 std::string blis_kernels();
 
 }  // namespace conv::kernels

@@ -55,6 +55,10 @@ void check(const ConvProblem& p) {
     throw Error(std::string("config: cpu.im2col_gemm ") + kConfig +
                 " needs 49 output positions (OH x OW), got " + std::to_string(p.OH()) + "x" +
                 std::to_string(p.OW()));
+  if (p.Kg() < 16)
+    throw Error(
+        std::string("config: cpu.im2col_gemm ") + kConfig +
+        " needs 16 output channels per group or more, got K/groups = " + std::to_string(p.Kg()));
   if (cpu_isa() != CpuIsa::avx512)
     throw Error(std::string("config: cpu.im2col_gemm ") + kConfig +
                 " needs AVX-512, which this CPU (or CONVTUNE_MAX_ISA) does not allow");

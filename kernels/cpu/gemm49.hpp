@@ -29,13 +29,12 @@ constexpr const char* kConfig = "oc6ow49_avx512";
 constexpr int64_t kPositions = 49;  ///< output positions per output channel (OH*OW)
 constexpr int64_t kRow = 48;        ///< of which in zmm vectors; the last one is the tail
 
-/// Whether the tuner is offered the config for `p`: an AVX-512 CPU, 49 output positions and 16
-/// output channels per group or more (fewer, as in depthwise layers, would leave its 6-channel
-/// blocks mostly empty; such problems still run when a caller names the config).
+/// Whether `p` has the config: an AVX-512 CPU, 49 output positions and 16 output channels per
+/// group or more (fewer, as in depthwise layers, would leave its 6-channel blocks mostly empty).
 bool offered(const ConvProblem& p);
 
-/// Workspace bytes for `p`. Throws conv::Error naming "config" unless OH*OW = 49 and cpu_isa()
-/// is avx512.
+/// Workspace bytes for `p`. Throws conv::Error naming "config" unless offered(p), saying which
+/// condition fails.
 size_t workspace_bytes(const ConvProblem& p);
 
 /// Runs the config (arguments checked by the caller, workspace_bytes(p) at a.workspace).
