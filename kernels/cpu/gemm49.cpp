@@ -50,24 +50,33 @@ void im2col(const ConvProblem& p, const float* x, int64_t row0, int64_t row1, fl
   }
 }
 
+// Which condition `p` fails for the config, in the order check() reports them.
+enum class Refusal { none, positions, channels, isa };
+
+Refusal refusal(const ConvProblem& p) {
+  if (p.OH() * p.OW() != kPositions) return Refusal::positions;
+  if (p.Kg() < 16) return Refusal::channels;
+  if (cpu_isa() != CpuIsa::avx512) return Refusal::isa;
+  return Refusal::none;
+}
+
 void check(const ConvProblem& p) {
-  if (p.OH() * p.OW() != kPositions)
-    throw Error(std::string("config: cpu.im2col_gemm ") + kConfig +
-                " needs 49 output positions (OH x OW), got " + std::to_string(p.OH()) + "x" +
-                std::to_string(p.OW()));
-  if (p.Kg() < 16)
-    throw Error(
-        std::string("config: cpu.im2col_gemm ") + kConfig +
-        " needs 16 output channels per group or more, got K/groups = " + std::to_string(p.Kg()));
-  if (cpu_isa() != CpuIsa::avx512)
-    throw Error(std::string("config: cpu.im2col_gemm ") + kConfig +
-                " needs AVX-512, which this CPU (or CONVTUNE_MAX_ISA) does not allow");
+  const Refusal why = refusal(p);
+  if (why == Refusal::none) return;
+  const std::string config = std::string("config: cpu.im2col_gemm ") + kConfig;
+  if (why == Refusal::positions)
+    throw Error(config + " needs 49 output positions (OH x OW), got " + std::to_string(p.OH()) +
+                "x" + std::to_string(p.OW()));
+  if (why == Refusal::channels)
+    throw Error(config + " needs 16 output channels per group or more, got K/groups = " +
+                std::to_string(p.Kg()));
+  throw Error(config + " needs AVX-512, which this CPU (or CONVTUNE_MAX_ISA) does not allow");
 }
 
 }  // namespace
 
 bool offered(const ConvProblem& p) {
-  return cpu_isa() == CpuIsa::avx512 && p.OH() * p.OW() == kPositions && p.Kg() >= 16;
+  return refusal(p) == Refusal::none;
 }
 
 size_t workspace_bytes(const ConvProblem& p) {
@@ -77,7 +86,6 @@ size_t workspace_bytes(const ConvProblem& p) {
 }
 
 void forward(const ConvProblem& p, const ForwardArgs& a) {
-  check(p);
   const int64_t Kg = p.Kg(), Cg = p.Cg(), n = Cg * p.R * p.S;
   const uintptr_t base = reinterpret_cast<uintptr_t>(a.workspace);
   float* rows = reinterpret_cast<float*>((base + 63) / 64 * 64);

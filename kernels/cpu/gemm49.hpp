@@ -37,7 +37,8 @@ bool offered(const ConvProblem& p);
 /// condition fails.
 size_t workspace_bytes(const ConvProblem& p);
 
-/// Runs the config (arguments checked by the caller, workspace_bytes(p) at a.workspace).
+/// Runs the config. The caller has checked the arguments, the workspace against
+/// workspace_bytes(p) among them (which refuses a problem without the config).
 void forward(const ConvProblem& p, const ForwardArgs& a);
 
 /// y (K x 49, row k at y + k*49) = bias (K values, or null for 0) + w (K x n, row k at w + k*n)
