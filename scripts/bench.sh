@@ -5,7 +5,7 @@
 # Usage: scripts/bench.sh [layers-file.txt ...]   (extra autotune flags via AUTOTUNE_FLAGS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-layers="${CONVTUNE_LAYERS:-$(pwd)/../shared/layers}"
+layers="${CONVTUNE_LAYERS:-$(pwd)/layers}"
 [ -x build/autotune ] || ./scripts/build.sh autotune
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(seed_alexnet_conv1.txt resnet50.txt vgg16.txt large_kernels.txt)

@@ -3,7 +3,7 @@
 # algorithms runs under the Bochs emulator (bochscpu-python from PyPI, installed here into the
 # python3 on PATH) and is compared with the float64 reference. Needs the build (scripts/build.sh).
 # Arguments go to scripts/emulate_avx512.py (--help): default the fixed small problems; e.g.
-# --layers 0.1 for every layer of ../shared/layers shrunk to 0.1 GFLOP.
+# --layers 0.1 for every layer of layers/ shrunk to 0.1 GFLOP.
 # Exit status: 0 all matched, 1 a kernel failed, 77 the emulator could not be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -9,7 +9,7 @@ and runs the call there, and the tool compares the output with the float64 refer
 algorithm's own error bound. Use scripts/emulate-avx512.sh, which installs what this needs.
 
 Problems: a fixed set of small ones covering every kernel family, or with --layers every layer of
-../shared/layers at batch 1, its image shrunk to at most CAP GFLOP (channels, kernel, stride,
+layers/ at batch 1, its image shrunk to at most CAP GFLOP (channels, kernel, stride,
 padding, dilation and groups kept).
 
 Exit status: 0 when every emulated call matched the reference, 1 otherwise. A call that stops at

@@ -15,7 +15,7 @@
 # the GPU machine's own CUDA runtime, cuBLAS, cuFFT and cuDNN are found and used.
 #
 # usage: scripts/gpu-check.sh [extra cmake arguments]
-# env:   CUDA_ARCH (default 90), CONVTUNE_LAYERS (default ../shared/layers, or the bundle's),
+# env:   CUDA_ARCH (default 90), CONVTUNE_LAYERS (default layers/, or the bundle's),
 #        CONVTUNE_GPU_BUNDLE (a scripts/gpu-pack.sh tarball), GPU_CHECK_OUT (where the logs and
 #        JSON go; default build-gpu), GPU_CHECK_BUDGET (tuning seconds per layer; default 20),
 #        GPU_CHECK_TEST_TIMEOUT (seconds for test_cuda; default 600)
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 ARCH="${CUDA_ARCH:-90}"
 BUILD=build-gpu
 BUNDLE="${CONVTUNE_GPU_BUNDLE:-}"
-LAYERS="${CONVTUNE_LAYERS:-$(cd .. && pwd)/shared/layers}"
+LAYERS="${CONVTUNE_LAYERS:-$(pwd)/layers}"
 [ -n "$BUNDLE" ] && [ -z "${CONVTUNE_LAYERS:-}" ] && LAYERS="$PWD/$BUILD/layers"
 export CONVTUNE_LAYERS="$LAYERS"
 OUTDIR="${GPU_CHECK_OUT:-$BUILD}"

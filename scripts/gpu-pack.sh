@@ -7,13 +7,13 @@
 # `CONVTUNE_GPU_BUNDLE=FILE scripts/gpu-check.sh` unpacks instead of building.
 #
 # usage: scripts/gpu-pack.sh [BUILD_DIR (default build)] [OUT_FILE (default .gpu/convtune-gpu.tar.gz)]
-# env:   CONVTUNE_LAYERS (default ../shared/layers)
+# env:   CONVTUNE_LAYERS (default layers/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD="${1:-build}"
 OUT_FILE="${2:-.gpu/convtune-gpu.tar.gz}"
-LAYERS="${CONVTUNE_LAYERS:-$(cd .. && pwd)/shared/layers}"
+LAYERS="${CONVTUNE_LAYERS:-$(pwd)/layers}"
 
 BINS=("$BUILD/autotune" "$BUILD/tests/test_cuda" "$BUILD/tests/test_cuda_index")
 for f in "${BINS[@]}" "$BUILD/libconvtune_cuda.so"; do

@@ -6,14 +6,14 @@
 # tunes always stored the fastest).
 #
 # usage: scripts/noise-check.sh [LAYER...]
-#   LAYER: a layer name from ../shared/layers/*.txt (e.g. resnet50:res2_3x3) or a benchdnn
+#   LAYER: a layer name from layers//*.txt (e.g. resnet50:res2_3x3) or a benchdnn
 #   descriptor. Default: the seed layers, resnet50:res2_3x3 and a small-channel problem.
 # env:   NOISE_K (tunes under load, default 5), QUIET_RUNS (quiet re-timings, default 2; a
 #        candidate's quiet time is the lowest of their medians), AUTOTUNE (the binary, default
 #        build/autotune), THREADS (default: the number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-layers_dir="${CONVTUNE_LAYERS:-$(pwd)/../shared/layers}"
+layers_dir="${CONVTUNE_LAYERS:-$(pwd)/layers}"
 K="${NOISE_K:-5}"
 QUIET_RUNS="${QUIET_RUNS:-2}"
 cores="$(nproc)"

@@ -1,4 +1,4 @@
-// Shared test helpers: the shared/layers problems, a seeded random problem generator, and one
+// Shared test helpers: the layers/*.txt problems, a seeded random problem generator, and one
 // "run this algorithm and compare with the float64 reference" routine.
 #pragma once
 
@@ -14,11 +14,11 @@
 
 namespace convtest {
 
-/// Directory of ../shared/layers (env CONVTUNE_LAYERS overrides the configured path).
+/// Directory of layers/ (env CONVTUNE_LAYERS overrides the configured path).
 std::string layers_dir();
 /// The problems of one layers file, e.g. "vgg16.txt"; batch capped at `max_batch`.
 std::vector<conv::ConvProblem> layer_problems(const std::string& file, int64_t max_batch = 1);
-/// Every problem of every ../shared/layers/*.txt file, batch capped at `max_batch`.
+/// Every problem of every layers/*.txt file, batch capped at `max_batch`.
 std::vector<conv::ConvProblem> all_layer_problems(int64_t max_batch = 1);
 
 /// Ranges for the random problem generator (inclusive).

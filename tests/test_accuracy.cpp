@@ -72,7 +72,7 @@ TEST_CASE("accuracy: the problems that broke cpu.fft bound under every distribut
   }
 }
 
-TEST_CASE("accuracy: every layer of shared/layers under two rotating distributions") {
+TEST_CASE("accuracy: every layer of layers/ under two rotating distributions") {
   // Uniform data is test_kernels' part; of the other five each layer gets two, in turn, so every
   // distribution meets about 40% of the layers (all of them would take minutes in CI).
   const auto data = convtest::all_data();

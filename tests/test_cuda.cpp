@@ -2,7 +2,7 @@
 // fingerprint) and every registered cuda.* algorithm and config (cuda.winograd, cuda.fft,
 // cuda.implicit_gemm, cuda.direct, cuda.im2col_gemm, cuDNN's) against the float64 reference,
 // packed weights bit-identical to the one-shot call where an algorithm packs,
-// on the ../shared/layers files (batch 1) and 250 seeded random problems, with device buffers and
+// on the layers/ files (batch 1) and 250 seeded random problems, with device buffers and
 // NaN-poisoned outputs (cudaMemset 0xFF). Exits with 77 (ctest: skipped) when no GPU is present.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>

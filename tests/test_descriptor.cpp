@@ -78,7 +78,7 @@ std::vector<std::string> split(const std::string& s) {
 
 // ---- round trips ---------------------------------------------------------------------------
 
-TEST_CASE("descriptor round trip: every layer of shared/layers") {
+TEST_CASE("descriptor round trip: every layer of layers/") {
   const auto problems = convtest::all_layer_problems(/*max_batch=*/1 << 20);
   REQUIRE(problems.size() >= 50);
   for (const auto& p : problems) {
@@ -502,7 +502,7 @@ TEST_CASE("descriptor errors: validate() failures name the token and the field")
 
 // ---- batch files ---------------------------------------------------------------------------
 
-TEST_CASE("read_batch_file: shared/layers files") {
+TEST_CASE("read_batch_file: layers/ files") {
   const std::string dir = convtest::layers_dir();
   const auto alexnet = conv::read_batch_file(dir + "/alexnet.txt");
   REQUIRE(alexnet.size() == 5);

@@ -1,5 +1,5 @@
 // conv::import_model on ONNX files built by onnx_models.cpp: the published networks against
-// ../shared/layers, padding and attribute semantics, and the errors for what is refused.
+// layers/, padding and attribute semantics, and the errors for what is refused.
 #include <array>
 #include <catch2/catch.hpp>
 
@@ -51,7 +51,7 @@ conv::ConvProblem import_single(const std::vector<int64_t>& x, const std::vector
 
 }  // namespace
 
-TEST_CASE("ONNX AlexNet VGG-16 and ResNet-50 import as the layers of shared/layers", "[import]") {
+TEST_CASE("ONNX AlexNet VGG-16 and ResNet-50 import as the layers of layers/", "[import]") {
   const TempDir dir;
   struct Net {
     std::string name;

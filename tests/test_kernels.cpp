@@ -1,5 +1,5 @@
 // Every registered CPU algorithm, every config, against the float64 reference: the layers of
-// ../shared/layers/*.txt (batch 1) and 300 seeded random problems. New algorithms in
+// layers/*.txt (batch 1) and 300 seeded random problems. New algorithms in
 // kernels/registry.cpp are picked up here without touching this file.
 #include <dlfcn.h>
 #include <omp.h>

@@ -321,7 +321,7 @@ TEST_CASE("winograd: applicability, configs and errors") {
   CHECK_THROWS_WITH(a.forward(p, "m4", args), Catch::Contains("w:"));
 }
 
-TEST_CASE("winograd: every config on every 3x3 and 5x5 stride-1 layer of shared/layers") {
+TEST_CASE("winograd: every config on every 3x3 and 5x5 stride-1 layer of layers/") {
   if (!has_avx2()) return;
   int checked = 0;
   for (const auto& p : convtest::all_layer_problems(8)) {
@@ -411,7 +411,7 @@ TEST_CASE("winograd: dilated problems run as a batch of their dilation phases") 
            "mb2ic5ih12iw18oc7kh3kw3ph3pw0dh2dw2",    // dilation 3, batch 2, no column padding
            "g2mb1ic8ih16iw8oc6kh3kw3ph2pw4dh1dw3",   // groups, dilation 2 x 4
            "mb1ic4ih10iw9oc5kh3kw3ph2pw1dh1dw0",     // dilated rows only
-           "mb1ic64ih56iw56oc64kh3kw3ph2pw2dh1dw1",  // shared/layers dilated:3x3_d2
+           "mb1ic64ih56iw56oc64kh3kw3ph2pw2dh1dw1",  // layers/ dilated:3x3_d2
            "mb1ic6ih20iw16oc8kh5kw5ph4pw2dh1dw0",    // 5x5, dilated rows only
        }) {
     DYNAMIC_SECTION(desc) {

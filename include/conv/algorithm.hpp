@@ -43,7 +43,7 @@ struct ForwardArgs {
 /// before the algorithm's own layout.
 constexpr size_t kPackedWeightsTagBytes = 64;
 
-/// One registered strategy on one device (DESIGN.md, "The Algorithm interface").
+/// One registered strategy on one device (docs/architecture.md, "The Algorithm interface").
 /// Implementations are stateless apart from caches (e.g. oneDNN primitives) and thread-safe.
 class Algorithm {
  public:
@@ -89,7 +89,7 @@ class Algorithm {
   /// smaller than workspace_bytes() ("workspace: ..."), or a failed library call.
   void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& args) const;
 
-  /// The accuracy contract (DESIGN.md, "Tolerance per algorithm"): for fp32 data, every output o
+  /// The accuracy contract (docs/architecture.md, "Tolerance per algorithm"): for fp32 data, every output o
   /// satisfies |y_o - y_ref_o| <= error_bound(p, config) * s_o, where the error scale s_o =
   /// |bias_k| + sum |x*w| over o's receptive field + the term add_error_scale() adds (nothing for
   /// exact-order algorithms). The normalized error is max_o |y_o - y_ref_o| / s_o; the tuner
