@@ -5,14 +5,14 @@
 
 namespace conv::kernels {
 
-const Algorithm& cpu_depthwise();    // kernels/cpu/depthwise.cpp (+ _avx2, _avx512)
-const Algorithm& cpu_direct();       // kernels/cpu/direct.cpp
-const Algorithm& cpu_direct_kvec();  // kernels/cpu/direct_kvec.cpp
-const Algorithm& cpu_im2col_gemm();  // kernels/cpu/im2col_gemm.cpp
-const Algorithm& cpu_onednn();       // kernels/cpu/onednn.cpp
-const Algorithm& cpu_pointwise();    // kernels/cpu/pointwise.cpp (+ pointwise_avx2.cpp)
-const Algorithm& cpu_winograd();     // kernels/cpu/winograd.cpp (+ winograd_avx2.cpp)
-const Algorithm& cpu_fft();          // kernels/cpu/fft.cpp (+ fft_avx2.cpp, fft_avx512.cpp)
+const Algorithm& cpu_depthwise();    // kernels/cpu/depthwise/depthwise.cpp (+ _avx2, _avx512)
+const Algorithm& cpu_direct();       // kernels/cpu/direct/direct.cpp
+const Algorithm& cpu_direct_kvec();  // kernels/cpu/direct_kvec/direct_kvec.cpp
+const Algorithm& cpu_im2col_gemm();  // kernels/cpu/im2col_gemm/im2col_gemm.cpp
+const Algorithm& cpu_onednn();       // kernels/cpu/onednn/onednn.cpp
+const Algorithm& cpu_pointwise();    // kernels/cpu/pointwise/pointwise.cpp (+ pointwise_avx2.cpp)
+const Algorithm& cpu_winograd();     // kernels/cpu/winograd/winograd.cpp (+ winograd_avx2.cpp)
+const Algorithm& cpu_fft();          // kernels/cpu/fft/fft.cpp (+ fft_avx2.cpp, fft_avx512.cpp)
 
 #ifdef CONVTUNE_HAVE_CUDA
 // Compiled into the plugin libconvtune_cuda.so only; kernels/cuda/plugin.cpp lists them.

@@ -506,7 +506,7 @@ TEST_CASE(
     "a BLIS_ARCH_TYPE that BLIS cannot run fails cpu.im2col_gemm's candidates, not autotune") {
   // BLIS aborts the process on an index it was not built with, and its kernels trap on a CPU
   // without their instructions (index 1, "knl", needs AVX-512 PF/ER, which no current CPU has);
-  // convtune checks the variable before BLIS starts (kernels/cpu/blis_arch.cpp).
+  // convtune checks the variable before BLIS starts (kernels/cpu/common/blis_arch.cpp).
   TempDir tmp;
   const std::string json = (tmp.dir / "out.json").string();
   for (const char* value : {"999", "1", "skx", "-1"}) {

@@ -34,7 +34,7 @@
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
 #include "conv/error.hpp"
-#include "cpu/fft.hpp"
+#include "cpu/fft/fft.hpp"
 #include "cuda/direct_block.hpp"
 #include "cuda/fft_index.hpp"
 #include "cuda/implicit_gemm_block.hpp"

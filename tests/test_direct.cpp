@@ -12,9 +12,9 @@
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
 #include "conv/error.hpp"
-#include "cpu/direct.hpp"
-#include "cpu/direct_kvec.hpp"
-#include "cpu/direct_view.hpp"
+#include "cpu/direct/direct.hpp"
+#include "cpu/direct_kvec/direct_kvec.hpp"
+#include "cpu/direct/direct_view.hpp"
 #include "support.hpp"
 
 namespace {

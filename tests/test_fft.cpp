@@ -17,7 +17,7 @@
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
 #include "conv/error.hpp"
-#include "cpu/fft.hpp"
+#include "cpu/fft/fft.hpp"
 #include "support.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// cpu.onednn (kernels/cpu/onednn.cpp): oneDNN's blocked-layout convolution behind the NCHW
+// cpu.onednn (kernels/cpu/onednn/onednn.cpp): oneDNN's blocked-layout convolution behind the NCHW
 // interface. Accuracy is judged against the float64 reference with the algorithm's own bound
 // (exact-order: 16 u sqrt(C/g*R*S) + 8 u relative to sum |x*w| + |bias|); packed weights must give
 // bit-identical output to the one-shot path, because both feed the same primitive the same

@@ -17,8 +17,8 @@
 #include "buffer.hpp"
 #include "conv/algorithm.hpp"
 #include "conv/device.hpp"
-#include "cpu/winograd.hpp"
-#include "cpu/winograd_transforms.hpp"
+#include "cpu/winograd/winograd.hpp"
+#include "cpu/winograd/winograd_transforms.hpp"
 #include "reference/reference.hpp"
 #include "support.hpp"
 

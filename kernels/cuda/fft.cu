@@ -31,7 +31,7 @@
 
 #include "conv/algorithm.hpp"
 #include "conv/error.hpp"
-#include "cpu/fft.hpp"
+#include "cpu/fft/fft.hpp"
 #include "cuda/check.hpp"
 #include "cuda/fft_index.hpp"
 #include "cuda/runtime.hpp"

@@ -24,7 +24,7 @@
 #include <cstdint>
 
 #include "conv/problem.hpp"
-#include "cpu/fft.hpp"
+#include "cpu/fft/fft.hpp"
 #include "cuda/index.hpp"
 
 namespace conv::gpu {

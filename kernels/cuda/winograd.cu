@@ -20,7 +20,7 @@
 
 #include "conv/algorithm.hpp"
 #include "conv/error.hpp"
-#include "cpu/winograd.hpp"
+#include "cpu/winograd/winograd.hpp"
 #include "cuda/check.hpp"
 #include "cuda/runtime.hpp"
 #include "cuda/winograd_tile.hpp"

@@ -1,6 +1,6 @@
 // The per-thread programs of cuda.winograd (kernels/cuda/winograd.cu), __host__ __device__ so
 // that tests/test_cuda_index.cpp runs exactly this code on the CPU, thread by thread, for whole
-// problems. The 1D transforms are cpu.winograd's (kernels/cpu/winograd_transforms.hpp, T =
+// problems. The 1D transforms are cpu.winograd's (kernels/cpu/winograd/winograd_transforms.hpp, T =
 // float here), and so is the tiling (winograd::make_geometry's core and tile grid), so that
 // cuda.winograd shares cpu.winograd's accuracy contract.
 //
@@ -17,8 +17,8 @@
 #include <algorithm>
 
 #include "conv/problem.hpp"
-#include "cpu/winograd.hpp"
-#include "cpu/winograd_transforms.hpp"
+#include "cpu/winograd/winograd.hpp"
+#include "cpu/winograd/winograd_transforms.hpp"
 #include "cuda/index.hpp"
 
 namespace conv::gpu {
