@@ -15,6 +15,6 @@ int main() {
     for (float& v : *t) v = u(rng);
 
   conv::ForwardResult r = conv::best_forward(p, x.data(), w.data(), bias.data(), y.data());
-  std::printf("%s: %s %s (%s), y[0] = %.4f\n", p.name.c_str(), r.algo_id.c_str(),
-              r.config.c_str(), conv::to_string(r.source), y[0]);
+  std::printf("%s: %s %s (%s), y[0] = %.4f\n", p.name.c_str(), r.algo_id.c_str(), r.config.c_str(),
+              conv::to_string(r.source), y[0]);
 }

@@ -1,8 +1,8 @@
 // Many calls on one problem, as in inference: choose once, transform the weights once
 // (Plan::pack_weights), then run without any lookup. Checks the result against a named
 // exact-order algorithm (cpu.direct) so the example fails loudly if anything is wrong.
-#include <conv/conv.hpp>
 #include <cmath>
+#include <conv/conv.hpp>
 #include <cstdio>
 #include <random>
 #include <vector>

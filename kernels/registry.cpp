@@ -24,7 +24,7 @@ static const std::vector<const Algorithm*>& table() {
       &kernels::cpu_im2col_gemm(),
       &kernels::cpu_onednn(),
       // The CUDA rows follow, from the plugin libconvtune_cuda.so when it is present and loads
-      // (src/device_ops.cpp): kernels/cuda/plugin.cpp lists them, in this order: cuda.winograd,
+      // (src/device/device_ops.cpp): kernels/cuda/plugin.cpp lists them, in this order: cuda.winograd,
       // cuda.fft, cuda.implicit_gemm, cuda.direct, cuda.im2col_gemm, cuda.cudnn.*.
   };
   // clang-format on

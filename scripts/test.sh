@@ -2,8 +2,17 @@
 # Installs dependencies, builds, and runs the whole test suite with ctest; then installs the
 # Python package (pip install ./: scikit-build-core + nanobind) and runs its tests (pytest); then
 # checks the AVX-512 kernels under the Bochs emulator (scripts/emulate-avx512.sh).
+# usage: scripts/test.sh [--quick] [CTEST ARGS...]
+#   --quick: only the ctest tests labelled `quick` (unit and kernel tests as the CPU runs them,
+#            the examples; about 3 minutes after a build), no Python and no emulator: the
+#            edit-compile-test loop. Without it: everything, the README's test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+if [ "${1:-}" = "--quick" ]; then
+  quick=1
+  shift
+fi
 ./scripts/setup.sh
 ./scripts/build.sh
 # Tests use their own temporary perf databases; this keeps a stray one out of ~/.cache.
@@ -11,6 +20,9 @@ export CONVTUNE_PERFDB="${CONVTUNE_PERFDB:-$(mktemp -d)/perfdb.sqlite}"
 cd build
 # One test at a time: every test runs OpenMP kernels on all cores, and two of them time-slicing
 # the same cores make each barrier wait for a descheduled thread (measured: 4x slower overall).
+if [ "$quick" -eq 1 ]; then
+  exec ctest --output-on-failure -L quick "$@"
+fi
 ctest --output-on-failure "$@"
 cd ..
 

@@ -89,9 +89,9 @@ class Algorithm {
   /// smaller than workspace_bytes() ("workspace: ..."), or a failed library call.
   void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& args) const;
 
-  /// The accuracy contract (docs/architecture.md, "Tolerance per algorithm"): for fp32 data, every output o
-  /// satisfies |y_o - y_ref_o| <= error_bound(p, config) * s_o, where the error scale s_o =
-  /// |bias_k| + sum |x*w| over o's receptive field + the term add_error_scale() adds (nothing for
+  /// The accuracy contract (docs/architecture.md, "Tolerance per algorithm"): for fp32 data, every
+  /// output o satisfies |y_o - y_ref_o| <= error_bound(p, config) * s_o, where the error scale s_o
+  /// = |bias_k| + sum |x*w| over o's receptive field + the term add_error_scale() adds (nothing for
   /// exact-order algorithms). The normalized error is max_o |y_o - y_ref_o| / s_o; the tuner
   /// rejects a candidate whose normalized error exceeds the bound, and reports besides it the
   /// per-output relative error max_o |y_o - y_ref_o| / (|bias_k| + sum |x*w|). Throws

@@ -112,7 +112,4 @@ class Plan {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Forgets the in-process winner cache (tests use it to force a perf-database read).
-void clear_winner_cache();
-
 }  // namespace conv

@@ -9,8 +9,6 @@
 
 #include "conv/error.hpp"
 
-struct sqlite3;
-
 namespace conv {
 
 /// Which execution path a winner is for: a one-shot call (weights transformed inside the call,
@@ -184,13 +182,14 @@ class PerfDb {
   static int schema_version();
 
  private:
-  struct SqliteCloser {  // sqlite3_close_v2, so a PerfDb owns its connection
-    void operator()(sqlite3* db) const noexcept;
+  struct Connection;  // the SQLite connection, defined in perfdb.cpp
+  struct ConnectionCloser {  // closes it (sqlite3_close_v2), so a PerfDb owns its connection
+    void operator()(Connection* c) const noexcept;
   };
   PerfDb() = default;
-  sqlite3* conn() const;
+  Connection& conn() const;
   std::string path_;
-  std::unique_ptr<sqlite3, SqliteCloser> db_;
+  std::unique_ptr<Connection, ConnectionCloser> db_;
   bool read_only_ = false;
   int version_ = 0;  ///< the file's schema (a read-only open reads older schemas as they are)
 };

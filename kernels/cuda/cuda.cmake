@@ -3,7 +3,7 @@
 # libconvtune_cuda.so, which links libconvtune (the Algorithm base classes, conv::Error, the CPU
 # error models it shares) plus the CUDA runtime, cuBLAS, cuFFT and cuDNN. libconvtune itself
 # links none of them: it dlopen()s the plugin from its own directory at run time
-# (src/device_ops.cpp), so one build serves machines with and without CUDA.
+# (src/device/device_ops.cpp), so one build serves machines with and without CUDA.
 
 # Ampere and Hopper by default; -DCMAKE_CUDA_ARCHITECTURES=90 (scripts/gpu-check.sh) overrides.
 if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
@@ -47,8 +47,8 @@ set_target_properties(convtune_cuda PROPERTIES
   INSTALL_RPATH "$ORIGIN"
   INSTALL_RPATH_USE_LINK_PATH ON)
 target_include_directories(convtune_cuda
-  PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR}/src
-          ${CMAKE_CURRENT_SOURCE_DIR}/kernels)
+  PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR}/src/core
+          ${CMAKE_CURRENT_SOURCE_DIR}/src/device ${CMAKE_CURRENT_SOURCE_DIR}/kernels)
 target_include_directories(convtune_cuda SYSTEM PRIVATE ${CONVTUNE_CUDNN_INCLUDE_DIR})
 target_compile_definitions(convtune_cuda PRIVATE CONVTUNE_HAVE_CUDA
                                                  CONVTUNE_VERSION="${PROJECT_VERSION}")

@@ -1,7 +1,7 @@
 // The entry point of the CUDA plugin libconvtune_cuda.so: the cuda.* rows of the registry
 // (kernels/registry.cpp appends them to the CPU rows, most specialised first) and the CUDA
 // DeviceOps. libconvtune dlopen()s this library and calls CONVTUNE_CUDA_PLUGIN_ENTRY once
-// (src/device_ops.cpp).
+// (src/device/device_ops.cpp).
 #include "conv/algorithm.hpp"
 #include "cuda/runtime.hpp"
 #include "device_ops.hpp"

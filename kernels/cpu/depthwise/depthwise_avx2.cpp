@@ -1,9 +1,9 @@
 // cpu.depthwise row kernel, 8 channels per vector (AVX2 + FMA; called only when cpu_isa() allows).
 #include <immintrin.h>
 
+#include "cpu/common/transpose_avx2.hpp"
 #include "cpu/depthwise/depthwise.hpp"
 #include "cpu/depthwise/depthwise_row.hpp"
-#include "cpu/common/transpose_avx2.hpp"
 
 namespace conv::kernels::depthwise {
 

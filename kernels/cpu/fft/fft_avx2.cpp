@@ -3,9 +3,9 @@
 // fft.cpp.
 #include <immintrin.h>
 
-#include "cpu/fft/fft_impl.hpp"
 #include "cpu/common/store_avx2.hpp"
 #include "cpu/common/transpose_avx2.hpp"
+#include "cpu/fft/fft_impl.hpp"
 
 namespace conv::kernels::fft {
 namespace {

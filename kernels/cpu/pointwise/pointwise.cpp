@@ -29,8 +29,8 @@
 
 #include "conv/device.hpp"
 #include "conv/error.hpp"
-#include "kernels.hpp"
 #include "cpu/pointwise/pointwise.hpp"
+#include "kernels.hpp"
 
 namespace conv::kernels {
 namespace pointwise {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "cpu/pointwise/pointwise.hpp"
 #include "cpu/common/transpose_avx2.hpp"
+#include "cpu/pointwise/pointwise.hpp"
 
 namespace conv::kernels::pointwise {
 namespace {

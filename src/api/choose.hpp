@@ -25,6 +25,9 @@ Choice choose(const ConvProblem& p, const ForwardOptions& options, ExecPath path
 Choice named_choice(const ConvProblem& p, const std::string& algo_id, const std::string& config,
                     const Device& device);
 
+/// Forgets the in-process winner cache (tests use it to force a perf-database read).
+void clear_winner_cache();
+
 /// CONVTUNE_FIND_MODE if set (throws conv::Error naming it when invalid), else options'.
 FindMode effective_find_mode(const ForwardOptions& options);
 

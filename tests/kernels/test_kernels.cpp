@@ -76,8 +76,8 @@ TEST_CASE("kernels match the reference on 300 seeded random problems") {
 
 TEST_CASE("cpu.im2col_gemm's BLIS runs the kernels of convtune's ISA, not its portable ones") {
   // BLIS 0.9 falls back to its "generic" C kernels on CPUs newer than it (3.8x slower on a Zen 5);
-  // convtune starts BLIS with the sub-configuration of cpu_isa() (kernels/cpu/common/blis_arch.cpp) and
-  // takes the variable that names it away again.
+  // convtune starts BLIS with the sub-configuration of cpu_isa() (kernels/cpu/common/blis_arch.cpp)
+  // and takes the variable that names it away again.
   const char* user = std::getenv("BLIS_ARCH_TYPE");
   if (user && *user) {
     WARN("BLIS_ARCH_TYPE is set: BLIS runs what it names, nothing to check");
@@ -104,10 +104,11 @@ TEST_CASE("cpu.im2col_gemm's BLIS runs the kernels of convtune's ISA, not its po
 
 TEST_CASE("cpu.im2col_gemm oc6ow49_avx512: 49 output positions, every tail, 1 to 4 threads") {
   // Positions 0..47 in zmm vectors and position 48 as dot products along the reduction
-  // (kernels/cpu/im2col_gemm/oc6ow49.hpp): 7x7, 1x49 and 49x1 planes; strides, padding, dilation; reductions
-  // of fewer than 16 steps, of whole and partial 16-step groups and of several chunks (at least
-  // two on an L2 of up to 16 MiB); output-channel blocks of 1-6 rows (K tails); groups and batch
-  // 2; with and without bias; more threads than blocks; a workspace 16 bytes off a cache line.
+  // (kernels/cpu/im2col_gemm/oc6ow49.hpp): 7x7, 1x49 and 49x1 planes; strides, padding, dilation;
+  // reductions of fewer than 16 steps, of whole and partial 16-step groups and of several chunks
+  // (at least two on an L2 of up to 16 MiB); output-channel blocks of 1-6 rows (K tails); groups
+  // and batch 2; with and without bias; more threads than blocks; a workspace 16 bytes off a cache
+  // line.
   const conv::Algorithm& algo = *conv::find_algorithm("cpu.im2col_gemm");
   const std::string config = "oc6ow49_avx512";
   const std::vector<std::string> descriptors = {

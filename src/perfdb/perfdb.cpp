@@ -400,8 +400,15 @@ const char* to_string(ExecPath p) {
   return "unknown";
 }
 
-void PerfDb::SqliteCloser::operator()(sqlite3* db) const noexcept {
-  sqlite3_close_v2(db);
+// Converts to the sqlite3* that every SQLite call here takes.
+struct PerfDb::Connection {
+  sqlite3* db;
+  operator sqlite3*() const { return db; }
+};
+
+void PerfDb::ConnectionCloser::operator()(Connection* c) const noexcept {
+  sqlite3_close_v2(c->db);
+  delete c;
 }
 
 PerfDb::PerfDb(PerfDb&&) noexcept = default;
@@ -429,9 +436,9 @@ std::string PerfDb::default_path() {
       "pass a perfdb path");
 }
 
-sqlite3* PerfDb::conn() const {
+PerfDb::Connection& PerfDb::conn() const {
   if (!db_) throw Error("perfdb: " + path_ + ": used after it was moved from");
-  return db_.get();
+  return *db_;
 }
 
 PerfDb PerfDb::open(const std::string& path, bool read_only) {
@@ -459,20 +466,20 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
     throw Error("perfdb: " + path + ": a kernel interface file (/proc, /sys), not a database");
   if (read_only) {
     if (!fs::exists(st)) throw Error("perfdb: " + path + ": cannot open read-only: no such file");
-    db.db_.reset(open_connection(path, sqlite_filename(path), SQLITE_OPEN_READONLY, "read-only"));
+    db.db_.reset(new Connection{open_connection(path, sqlite_filename(path), SQLITE_OPEN_READONLY, "read-only")});
   } else {
     const fs::path parent = fs::path(path).parent_path();
     if (!parent.empty() && !fs::create_directories(parent, ec) && ec)
       throw Error("perfdb: " + path + ": cannot create directory " + parent.string() + ": " +
                   ec.message() + dangling_link(parent));
-    db.db_.reset(open_connection(path, sqlite_filename(path),
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, "for writing"));
+    db.db_.reset(new Connection{open_connection(path, sqlite_filename(path),
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, "for writing")});
     // SQLITE_OPEN_READWRITE silently falls back to read-only when permissions forbid writing.
-    if (sqlite3_db_readonly(db.db_.get(), "main") == 1)
+    if (sqlite3_db_readonly(db.db_->db, "main") == 1)
       throw Error("perfdb: " + path +
                   ": not writable (check its permissions); open it read-only for lookups");
   }
-  sqlite3* c = db.db_.get();
+  sqlite3* c = db.db_->db;
 
   FileInfo info;
   try {
@@ -484,9 +491,9 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
     if (!access_denied(e)) throw;
     if (!read_only) fail_not_writable(path, e);
     if (fs::exists(path + "-wal", ec)) throw;
-    db.db_.reset(open_connection(path, immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
-                                 "read-only"));
-    c = db.db_.get();
+    db.db_.reset(new Connection{open_connection(path, immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                                 "read-only")});
+    c = db.db_->db;
     info = with_retry(c, path, [&] { return inspect(c, path); });
   }
   check_compatible(info, path, migrations());
@@ -495,8 +502,8 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
   if (read_only) {
     if (info.kind == FileInfo::empty) {
       // Nothing to read; an in-memory database with the schema answers every query with "none".
-      db.db_.reset(open_connection(path, ":memory:", SQLITE_OPEN_READWRITE, "in memory"));
-      migrate(db.db_.get(), path, migrations());
+      db.db_.reset(new Connection{open_connection(path, ":memory:", SQLITE_OPEN_READWRITE, "in memory")});
+      migrate(db.db_->db, path, migrations());
       db.version_ = schema_version();
       return db;
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "buffer.hpp"
+#include "choose.hpp"
 #include "conv/conv.hpp"
 #include "conv/perfdb.hpp"
 #include "conv/tuner.hpp"

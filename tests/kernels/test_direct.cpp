@@ -13,8 +13,8 @@
 #include "conv/device.hpp"
 #include "conv/error.hpp"
 #include "cpu/direct/direct.hpp"
-#include "cpu/direct_kvec/direct_kvec.hpp"
 #include "cpu/direct/direct_view.hpp"
+#include "cpu/direct_kvec/direct_kvec.hpp"
 #include "support.hpp"
 
 namespace {

@@ -10,8 +10,8 @@
 #include <iostream>
 #include <optional>
 
-#include "../peak.hpp"
 #include "options.hpp"
+#include "peak.hpp"
 #include "report.hpp"
 
 namespace conv::cli {
