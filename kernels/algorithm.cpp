@@ -65,13 +65,11 @@ std::string who(const Algorithm& a) {
 
 // The tensors a call writes (y, the workspace) must not share a byte with any other: a kernel
 // reads x, w and the bias after it has written parts of y and the workspace, so an in-place
-// call (y = x) had returned silently wrong results. The workspace counts with the bytes the
-// config uses, not the caller's capacity: one scratch arena may hold the workspace and, after
-// it, the tensors. `workspace_used()` gives those bytes; it is asked only where the capacity
-// overlaps, so a call pays no second size computation. Throws naming the written one first.
-template <class WorkspaceUsed>
+// call (y = x) had returned silently wrong results. The workspace counts with the `used` bytes
+// of the config, not the caller's capacity: one scratch arena may hold the workspace and,
+// after it, the tensors. Throws naming the written one first.
 void check_disjoint(const Algorithm& algo, const ConvProblem& p, const ForwardArgs& a,
-                    size_t packed_bytes, WorkspaceUsed workspace_used) {
+                    size_t packed_bytes, size_t used) {
   struct Span {
     const char* name;
     const void* at;
@@ -98,7 +96,7 @@ void check_disjoint(const Algorithm& algo, const ConvProblem& p, const ForwardAr
       if (!overlap(s, t)) continue;
       if (!trimmed && (i == kWorkspace || j == kWorkspace)) {
         // Shrinking the span only removes overlaps, so the pairs checked before stay clear.
-        spans[kWorkspace].bytes = std::min(spans[kWorkspace].bytes, workspace_used());
+        spans[kWorkspace].bytes = std::min(spans[kWorkspace].bytes, used);
         trimmed = true;
         if (!overlap(s, t)) continue;
       }
@@ -180,7 +178,14 @@ void Algorithm::forward(const ConvProblem& p, const std::string& config,
   if (!a.w && !a.packed_weights)
     throw Error("w" + who(*this) + "null weights" +
                 (args.packed_weights ? " (config \"" + config + "\" packs no weights)" : ""));
-  check_disjoint(*this, p, a, packed_payload, [&] { return do_workspace_bytes(p, config); });
+  // The one workspace check for every algorithm.
+  const size_t need =
+      a.packed_weights ? do_packed_workspace_bytes(p, config) : do_workspace_bytes(p, config);
+  if (a.workspace_size < need || (need > 0 && !a.workspace))
+    throw Error("workspace" + who(*this) + "config \"" + config + "\" needs " +
+                std::to_string(need) + " bytes, got " +
+                (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
+  check_disjoint(*this, p, a, packed_payload, need);
   note_parallel_region(a.threads);
   do_forward(p, config, a);
 }

@@ -140,6 +140,11 @@ class Algorithm {
   }
   virtual void do_pack_weights(const ConvProblem& p, const std::string& config, const float* w,
                                void* packed, int threads) const;
+  // The workspace forward() needs with packed weights: less than do_workspace_bytes() where
+  // the one-shot workspace holds transformed weights that the packed ones replace.
+  virtual size_t do_packed_workspace_bytes(const ConvProblem& p, const std::string& config) const {
+    return do_workspace_bytes(p, config);
+  }
 };
 
 /// Error bound for exact-order algorithms summing `n` = C/g*R*S products in fp32:

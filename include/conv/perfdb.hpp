@@ -182,7 +182,7 @@ class PerfDb {
   static int schema_version();
 
  private:
-  struct Connection;  // the SQLite connection, defined in perfdb.cpp
+  struct Connection;         // the SQLite connection, defined in perfdb.cpp
   struct ConnectionCloser {  // closes it (sqlite3_close_v2), so a PerfDb owns its connection
     void operator()(Connection* c) const noexcept;
   };

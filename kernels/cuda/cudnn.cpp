@@ -278,11 +278,6 @@ class Cudnn final : public Algorithm {
     if (config != "fma")
       throw Error(std::string("config: ") + info_.id + " has only \"fma\", got \"" + config + "\"");
     const Setup& su = setup(p);
-    const size_t need = su.workspace[index_];
-    if (a.workspace_size < need || (need > 0 && !a.workspace))
-      throw Error(std::string("workspace: ") + info_.id + " needs " + std::to_string(need) +
-                  " bytes, got " +
-                  (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
     const float one = 1.0f, zero = 0.0f;
     gpu::Handles h = gpu::lock_handles(a.stream);
     cudnnHandle_t handle = h.cudnn();

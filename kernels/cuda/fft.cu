@@ -283,14 +283,14 @@ class Fft final : public Algorithm {
     return bytes_without_weights(z) + round256(z.wf * 8);
   }
 
+  size_t do_packed_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+    return bytes_without_weights(sizes(params(p, parse(p, config))));
+  }
+
   void do_forward(const ConvProblem& p, const std::string& config,
                   const ForwardArgs& a) const override {
     const FftParams q = params(p, parse(p, config));
     const Sizes z = sizes(q);
-    const size_t need = bytes_without_weights(z) + (a.packed_weights ? 0 : round256(z.wf * 8));
-    if (a.workspace_size < need || !a.workspace)
-      throw Error("workspace: cuda.fft " + config + " needs " + std::to_string(need) +
-                  " bytes, got " + std::to_string(a.workspace_size));
     const auto stream = static_cast<cudaStream_t>(a.stream);
     char* ws = static_cast<char*>(a.workspace);
     float* real = reinterpret_cast<float*>(ws);

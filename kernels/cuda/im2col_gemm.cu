@@ -103,10 +103,6 @@ class Im2colGemm final : public Algorithm {
                   const ForwardArgs& a) const override {
     if (config != "cublas")
       throw Error("config: cuda.im2col_gemm has only \"cublas\", got \"" + config + "\"");
-    const size_t need = do_workspace_bytes(p, config);
-    if (a.workspace_size < need || (need > 0 && !a.workspace))
-      throw Error("workspace: cuda.im2col_gemm needs " + std::to_string(need) + " bytes, got " +
-                  std::to_string(a.workspace_size));
     const gpu::ConvShape s = gpu::shape_of(p);
     const auto stream = static_cast<cudaStream_t>(a.stream);
     const int64_t ohw = s.OH * s.OW;

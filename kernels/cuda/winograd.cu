@@ -162,13 +162,13 @@ class Winograd final : public Algorithm {
     return vm_bytes(q) + u_bytes(q);
   }
 
+  size_t do_packed_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+    return vm_bytes(params(p, parse(config)));
+  }
+
   void do_forward(const ConvProblem& p, const std::string& config,
                   const ForwardArgs& a) const override {
     const WinoParams q = params(p, parse(config));
-    const size_t need = vm_bytes(q) + (a.packed_weights ? 0 : u_bytes(q));
-    if (a.workspace_size < need || (need > 0 && !a.workspace))
-      throw Error("workspace: cuda.winograd " + config + " needs " + std::to_string(need) +
-                  " bytes, got " + std::to_string(a.workspace_size));
     float* ws = static_cast<float*>(a.workspace);
     if (q.m == 2)
       run<2>(q, a, ws);

@@ -466,14 +466,15 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
     throw Error("perfdb: " + path + ": a kernel interface file (/proc, /sys), not a database");
   if (read_only) {
     if (!fs::exists(st)) throw Error("perfdb: " + path + ": cannot open read-only: no such file");
-    db.db_.reset(new Connection{open_connection(path, sqlite_filename(path), SQLITE_OPEN_READONLY, "read-only")});
+    db.db_.reset(new Connection{
+        open_connection(path, sqlite_filename(path), SQLITE_OPEN_READONLY, "read-only")});
   } else {
     const fs::path parent = fs::path(path).parent_path();
     if (!parent.empty() && !fs::create_directories(parent, ec) && ec)
       throw Error("perfdb: " + path + ": cannot create directory " + parent.string() + ": " +
                   ec.message() + dangling_link(parent));
-    db.db_.reset(new Connection{open_connection(path, sqlite_filename(path),
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, "for writing")});
+    db.db_.reset(new Connection{open_connection(
+        path, sqlite_filename(path), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, "for writing")});
     // SQLITE_OPEN_READWRITE silently falls back to read-only when permissions forbid writing.
     if (sqlite3_db_readonly(db.db_->db, "main") == 1)
       throw Error("perfdb: " + path +
@@ -491,8 +492,8 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
     if (!access_denied(e)) throw;
     if (!read_only) fail_not_writable(path, e);
     if (fs::exists(path + "-wal", ec)) throw;
-    db.db_.reset(new Connection{open_connection(path, immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
-                                 "read-only")});
+    db.db_.reset(new Connection{open_connection(
+        path, immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, "read-only")});
     c = db.db_->db;
     info = with_retry(c, path, [&] { return inspect(c, path); });
   }
@@ -502,7 +503,8 @@ PerfDb PerfDb::open(const std::string& path, bool read_only) {
   if (read_only) {
     if (info.kind == FileInfo::empty) {
       // Nothing to read; an in-memory database with the schema answers every query with "none".
-      db.db_.reset(new Connection{open_connection(path, ":memory:", SQLITE_OPEN_READWRITE, "in memory")});
+      db.db_.reset(
+          new Connection{open_connection(path, ":memory:", SQLITE_OPEN_READWRITE, "in memory")});
       migrate(db.db_->db, path, migrations());
       db.version_ = schema_version();
       return db;

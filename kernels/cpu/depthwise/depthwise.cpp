@@ -104,10 +104,6 @@ class Depthwise final : public Algorithm {
     if (s.L == 16 && cpu_isa() != CpuIsa::avx512)
       throw Error("config: cpu.depthwise c16_avx512 needs AVX-512 (this CPU, or its cap: " +
                   std::string(to_string(cpu_isa())) + ")");
-    const size_t need = do_workspace_bytes(p, config);
-    if (a.workspace_size < need || !a.workspace)
-      throw Error("workspace: cpu.depthwise needs " + std::to_string(need) + " bytes, got " +
-                  (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
     char* ws = static_cast<char*>(a.workspace);
     float* xb = reinterpret_cast<float*>(ws);
     float* yb = reinterpret_cast<float*>(ws + round64(s.x_floats));

@@ -338,20 +338,21 @@ Config parse_config(const std::string& text) {
               "; each oc block also with \"_aligned\" or \"_panels\")");
 }
 
-void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& a, bool simd) {
+Config parse_config_for(const ConvProblem& p, const std::string& config) {
   const Config cfg = parse_config(config);
   if (!config_applies(p, cfg))
     throw Error("config: cpu.direct " + config +
                 (cfg.panels ? " (input panels) needs a 1x1 kernel"
                             : " (a band block) needs a depthwise problem with stride_h = "
                               "dilation_h = 1"));
+  return cfg;
+}
+
+void forward(const ConvProblem& p, const std::string& config, const ForwardArgs& a, bool simd) {
+  const Config cfg = parse_config_for(p, config);
   Geometry g = make_geometry(p, cfg.lanes(), cfg.band ? cfg.oc : 0, cfg.aligned);
   g.panel = cfg.panels;
   const int64_t n_steps = steps_in_table(p, g, cfg);
-  const size_t need = workspace_for(g) + round64(n_steps * sizeof(int64_t));
-  if (a.workspace_size < need || !a.workspace)
-    throw Error("workspace: cpu.direct " + config + " needs " + std::to_string(need) +
-                " bytes, got " + std::to_string(a.workspace ? a.workspace_size : 0));
   align_flat_vectors(a.x, &g);
 
   const bool use_simd = simd && cpu_has(cfg.isa);
@@ -702,7 +703,7 @@ class Direct final : public Algorithm {
   }
 
   size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
-    const direct::Config c = direct::parse_config(config);
+    const direct::Config c = direct::parse_config_for(p, config);
     const direct::Geometry g = direct::make_geometry(p, c.lanes(), c.band ? c.oc : 0, c.aligned);
     return direct::workspace_for(g) +
            direct::round64(direct::steps_in_table(p, g, c) * sizeof(int64_t));

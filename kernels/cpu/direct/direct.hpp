@@ -46,6 +46,9 @@ struct Config {
 /// Parses a config string; throws conv::Error naming "config" for anything that is not one of
 /// the instantiated register blocks.
 Config parse_config(const std::string& text);
+/// parse_config(), and throws conv::Error naming "config" when the config cannot run `p` (input
+/// panels need a 1x1 kernel, band blocks a depthwise problem with stride_h = dilation_h = 1).
+Config parse_config_for(const ConvProblem& p, const std::string& config);
 
 /// Every register block the kernels are instantiated for (the tuning space before filtering).
 const Config* all_configs(int* count);

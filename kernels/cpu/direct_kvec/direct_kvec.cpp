@@ -247,10 +247,6 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
                 (cfg.zmm ? "AVX-512" : "AVX2 and FMA") + ", which this CPU (or the ISA cap) lacks");
   const Layout l = make_layout(p, cfg);
   const bool packed = a.packed_weights != nullptr;
-  const size_t need = workspace_bytes_for(l, !packed);
-  if (a.workspace_size < need || !a.workspace)
-    throw Error("workspace: cpu.direct_kvec " + config + " needs " + std::to_string(need) +
-                " bytes, got " + std::to_string(a.workspace ? a.workspace_size : 0));
 
   const Geometry& g = l.g;
   const Blocking& bl = l.b;
@@ -540,6 +536,10 @@ class DirectKvec final : public Algorithm {
 
   size_t do_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
     return workspace_bytes_for(make_layout(p, parse_kvec_config(config)), true);
+  }
+
+  size_t do_packed_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+    return workspace_bytes_for(make_layout(p, parse_kvec_config(config)), false);
   }
 
   void do_forward(const ConvProblem& p, const std::string& config,

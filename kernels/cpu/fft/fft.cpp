@@ -300,6 +300,11 @@ class Fft final : public Algorithm {
     return make_geometry(p, parse_config(config)).total_bytes;
   }
 
+  size_t do_packed_workspace_bytes(const ConvProblem& p, const std::string& config) const override {
+    const Geometry g = make_geometry(p, parse_config(config));
+    return g.total_bytes - round64(g.w_bytes);
+  }
+
   size_t do_packed_weights_bytes(const ConvProblem& p, const std::string& config) const override {
     return make_geometry(p, parse_config(config)).w_bytes;
   }
@@ -318,11 +323,6 @@ class Fft final : public Algorithm {
                   const ForwardArgs& a) const override {
     const Geometry g = make_geometry(p, parse_config(config));
     check_runnable();
-    const size_t need = a.packed_weights ? g.total_bytes - round64(g.w_bytes) : g.total_bytes;
-    if (a.workspace_size < need || (need > 0 && !a.workspace))
-      throw Error("workspace: cpu.fft " + config + " needs " + std::to_string(need) +
-                  " bytes, got " +
-                  (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
     // The workspace layout assumes a 64-byte aligned start; the 64 spare bytes allow for that.
     const uintptr_t base = reinterpret_cast<uintptr_t>(a.workspace);
     char* ws = reinterpret_cast<char*>((base + 63) / 64 * 64);

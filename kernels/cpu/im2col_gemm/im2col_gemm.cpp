@@ -85,10 +85,6 @@ class Im2colGemm final : public Algorithm {
       throw Error(std::string("config: cpu.im2col_gemm has \"blis\", \"cols\", \"rows\" and, on "
                               "AVX-512 CPUs for 49 output positions, \"") +
                   oc6ow49::kConfig + "\", got \"" + config + "\"");
-    const size_t need = do_workspace_bytes(p, config);
-    if (a.workspace_size < need || (need > 0 && !a.workspace))
-      throw Error("workspace: cpu.im2col_gemm needs " + std::to_string(need) + " bytes, got " +
-                  (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
     if (own) {
       oc6ow49::forward(p, a);
       return;

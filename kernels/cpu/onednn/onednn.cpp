@@ -508,10 +508,6 @@ class OneDnn final : public Algorithm {
     const int threads = std::min(a.threads, thread_ceiling());
     const std::shared_ptr<Executable> e = get_executable(p, v, threads);
     const Design& d = e->design;
-    if (a.workspace_size < e->required || a.workspace_size < d.total)
-      throw Error("workspace: cpu.onednn needs " + std::to_string(std::max(e->required, d.total)) +
-                  " bytes, got " + std::to_string(a.workspace_size));
-    if (d.total > 0 && !a.workspace) throw Error("workspace: cpu.onednn: null workspace");
     char* ws = static_cast<char*>(a.workspace);
 
     try {

@@ -130,10 +130,6 @@ class Pointwise final : public Algorithm {
                   const ForwardArgs& a) const override {
     const Config cfg = parse_config(config);
     const Shape s = shape(p);
-    if (!a.workspace) throw Error("workspace: cpu.pointwise: null workspace");
-    if (a.workspace_size < static_cast<size_t>(s.workspace()))
-      throw Error("workspace: cpu.pointwise " + config + " needs " + std::to_string(s.workspace()) +
-                  " bytes, got " + std::to_string(a.workspace_size));
     const int threads = a.threads;
 
     TileFn fns[5] = {};

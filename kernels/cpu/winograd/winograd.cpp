@@ -259,11 +259,6 @@ class Winograd final : public Algorithm {
 
   void do_forward(const ConvProblem& p, const std::string& config,
                   const ForwardArgs& a) const override {
-    const size_t need = do_workspace_bytes(p, config);
-    if (a.workspace_size < need || (need > 0 && !a.workspace))
-      throw Error("workspace: cpu.winograd " + config + " needs " + std::to_string(need) +
-                  " bytes, got " +
-                  (a.workspace ? std::to_string(a.workspace_size) : "a null pointer"));
     require_avx2();
     const int threads = a.threads;
     const uintptr_t base = reinterpret_cast<uintptr_t>(a.workspace);
