@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
         }
         const conv::CandidateResult* own = nullptr;
         for (const conv::CandidateResult& c : r.candidates)
-          if (c.status == "ok" && c.algo_id != "cpu.onednn" && (!own || c.min_ms < own->min_ms))
+          if (c.status == conv::CandidateStatus::ok && c.algo_id != "cpu.onednn" &&
+              (!own || c.min_ms < own->min_ms))
             own = &c;
         const conv::CandidateResult* vendor = r.find("cpu.onednn");
         if (!own) {

@@ -57,7 +57,7 @@ Json export_json(const conv::PerfDb& db) {
                                {"algo", c.algo_id},
                                {"config", c.config},
                                {"algo_version", c.algo_version},
-                               {"status", c.status},
+                               {"status", to_string(c.status)},
                                {"median_ms", number(c.median_ms)},
                                {"min_ms", number(c.min_ms)},
                                {"max_ms", number(c.max_ms)},
@@ -104,7 +104,7 @@ void export_csv(const conv::PerfDb& db, std::ostream& out) {
     const auto& c = r.candidate;
     const auto it = won.find({r.fingerprint, r.key, c.algo_id, c.config});
     out << csv(r.fingerprint) << "," << csv(r.key) << "," << csv(c.algo_id) << "," << csv(c.config)
-        << "," << csv(c.algo_version) << "," << csv(c.status) << ","
+        << "," << csv(c.algo_version) << "," << csv(to_string(c.status)) << ","
         << (it == won.end() ? "" : it->second) << "," << csv(c.median_ms) << "," << csv(c.min_ms)
         << "," << csv(c.max_ms) << "," << csv(c.packed_median_ms) << "," << csv(c.packed_min_ms)
         << "," << csv(c.max_error) << "," << c.workspace_bytes << "," << c.quality.rounds << ","
@@ -304,12 +304,13 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     c.algo_id = r.text(o, w, "algo");
     c.config = r.text(o, w, "config", false);
     c.algo_version = r.text(o, w, "algo_version", false);
-    c.status = r.text(o, w, "status");
-    if (!conv::perf_rows::known_status(c.status))
-      r.fail(w + ".status", conv::perf_rows::kStatusRule);
+    const std::optional<conv::CandidateStatus> status =
+        conv::parse_candidate_status(r.text(o, w, "status"));
+    if (!status) r.fail(w + ".status", conv::perf_rows::kStatusRule);
+    c.status = status.value_or(conv::CandidateStatus::failed);
     c.median_ms = r.num(o, w, "median_ms");
     // The tuner reuses an "ok" row's times instead of measuring: without one it has none.
-    if (c.status == "ok" && c.median_ms < 0)
+    if (c.status == conv::CandidateStatus::ok && c.median_ms < 0)
       r.fail(w + ".median_ms", "expected a time for a candidate with status ok");
     c.min_ms = r.num(o, w, "min_ms");
     c.max_ms = r.num(o, w, "max_ms");

@@ -24,7 +24,7 @@ std::string label(const ConvProblem& p) {
 nlohmann::json candidate_json(const PerfCandidate& c, const ConvProblem& p) {
   nlohmann::json j = {{"algo", c.algo_id},
                       {"config", c.config},
-                      {"status", c.status},
+                      {"status", to_string(c.status)},
                       {"median_ms", c.median_ms},
                       {"min_ms", c.min_ms},
                       {"max_ms", c.max_ms},
@@ -75,7 +75,9 @@ bool is_vendor(const std::string& algo_id) {
 const PerfCandidate* baseline(const LayerOutcome& o) {
   const PerfCandidate* best = nullptr;
   for (const auto& c : o.candidates)
-    if (is_vendor(c.algo_id) && c.status == "ok" && (!best || c.min_ms < best->min_ms)) best = &c;
+    if (is_vendor(c.algo_id) && c.status == CandidateStatus::ok &&
+        (!best || c.min_ms < best->min_ms))
+      best = &c;
   return best;
 }
 
@@ -148,7 +150,7 @@ void print_explain(std::ostream& out, const TuneResult& r, double peak) {
     std::snprintf(line, sizeof line,
                   "%c %-24s %-16s %-9s %9s %9s %9s %8s %6s %8s %9s %9s %9s  %s\n",
                   static_cast<int>(i) == r.winner ? '*' : ' ', c.algo_id.c_str(), c.config.c_str(),
-                  c.status.c_str(), fmt(c.min_ms, 3).c_str(), fmt(c.median_ms, 3).c_str(),
+                  to_string(c.status), fmt(c.min_ms, 3).c_str(), fmt(c.median_ms, 3).c_str(),
                   fmt(c.packed_min_ms, 3).c_str(), fmt(c.median_ms > 0 ? gf : -1, 1).c_str(),
                   fmt(peak > 0 && c.median_ms > 0 ? 100 * gf / peak : -1, 0).c_str(),
                   fmt(c.workspace_bytes / 1048576.0, 1).c_str(), err(c.max_rel_error).c_str(),
@@ -228,7 +230,7 @@ nlohmann::json to_json(const TuneResult& r, double peak) {
     const auto& c = r.candidates[i];
     j["candidates"].push_back({{"algo", c.algo_id},
                                {"config", c.config},
-                               {"status", c.status},
+                               {"status", to_string(c.status)},
                                {"message", c.message},
                                {"median_ms", c.median_ms},
                                {"min_ms", c.min_ms},

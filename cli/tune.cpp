@@ -177,8 +177,9 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
     layers.push_back(outcome_from_tune(r));
     if (r.winner < 0) {
       ++no_winner;
-      const bool none_ran = std::all_of(r.candidates.begin(), r.candidates.end(),
-                                        [](const auto& x) { return x.status == "skipped"; });
+      const bool none_ran =
+          std::all_of(r.candidates.begin(), r.candidates.end(),
+                      [](const auto& x) { return x.status == CandidateStatus::skipped; });
       if (r.candidates.empty())
         std::cerr << " (no candidate: every algorithm for the device was excluded "
                      "(CONVTUNE_DISABLE, --algo) or is not applicable; `autotune explain` says "

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "conv/error.hpp"
@@ -40,20 +41,39 @@ struct PerfWinner {
   std::string name;  ///< the layer's name when tuned (ConvProblem::name), for people; may be ""
 };
 
-/// One measured candidate (all of them are kept, not only the winner).
-struct PerfCandidate {
+/// What became of one candidate of a tune.
+enum class CandidateStatus {
+  ok,        ///< measured, output within its error bound
+  rejected,  ///< error above its bound: cannot win
+  failed,    ///< threw: cannot win
+  skipped    ///< not measured (time budget, workspace limit)
+};
+/// "ok", "rejected", "failed" or "skipped": the text perf databases and JSON exports hold.
+const char* to_string(CandidateStatus s);
+/// The status `text` names, or std::nullopt for any other text (a file from elsewhere).
+std::optional<CandidateStatus> parse_candidate_status(std::string_view text);
+
+/// One candidate's measurement: what the tuner measures (CandidateResult, tuner.hpp) and the
+/// perf database stores (PerfCandidate) share these fields.
+struct Measurement {
   std::string algo_id;
   std::string config;
-  std::string status;  ///< "ok", "rejected" (error above bound), "failed" (threw), "skipped"
+  CandidateStatus status = CandidateStatus::ok;
+  std::string message;  ///< reason for rejected/failed/skipped
   /// One-shot times, ms: median and minimum of the clean rounds (of all rounds when none was
   /// clean), slowest round; -1 = not measured. Candidates are ranked by min_ms.
   double median_ms = -1, min_ms = -1, max_ms = -1;
   double packed_median_ms = -1, packed_min_ms = -1;  ///< with pre-packed weights; -1 = n/a
-  double max_error = -1;         ///< max |y - y_ref| / sum|x*w| per output; -1 = not checked
+  /// Normalized error max |y - y_ref| / s_o with the algorithm's error scale s_o (the contract
+  /// of Algorithm::error_bound); -1 = not checked.
+  double max_error = -1;
   uint64_t workspace_bytes = 0;  ///< bytes
-  std::string message;           ///< reason for rejected/failed/skipped
-  std::string date;        ///< UTC, ISO 8601, when stored; store() fills an empty one with now
-  MeasureQuality quality;  ///< of the one-shot time; noisy when either path's time is
+  MeasureQuality quality;        ///< of the one-shot time; noisy when either path's time is
+};
+
+/// One measured candidate as stored (all of them are kept, not only the winner).
+struct PerfCandidate : Measurement {
+  std::string date;  ///< UTC, ISO 8601, when stored; store() fills an empty one with now
   /// Algorithm::version() of the implementation measured; "" = unknown (stored before perfdb
   /// schema 3), which counts as out of date.
   std::string algo_version;

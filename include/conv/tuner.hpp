@@ -93,23 +93,12 @@ struct TuneOptions {
   std::shared_ptr<MeasureEnv> env;  ///< null = the real timer and load signals
 };
 
-/// One candidate's measurement. Times in milliseconds; status as in PerfCandidate.
-struct CandidateResult {
-  std::string algo_id, config;
-  std::string status = "ok";
-  std::string message;
-  /// Median and fastest of the clean rounds (of all rounds if none was clean), slowest round;
-  /// candidates are ranked by min_ms.
-  double median_ms = -1, min_ms = -1, max_ms = -1;
-  /// The same with weights packed once (Plan); -1 when not packable.
-  double packed_median_ms = -1, packed_min_ms = -1;
+/// One candidate's measurement in this run: the stored fields (Measurement, perfdb.hpp; times
+/// in milliseconds, the packed times with weights packed once as a Plan does, max_error over
+/// the one-shot and packed outputs) and what only the run knows.
+struct CandidateResult : Measurement {
   int runs = 0;                   ///< timed calls, one-shot
-  MeasureQuality quality;         ///< of the one-shot time; noisy when either path's time is
   MeasureQuality packed_quality;  ///< of the packed time, when measured in this run
-  size_t workspace_bytes = 0;
-  /// Normalized error max |y - y_ref| / s_o with the algorithm's error scale s_o (the contract
-  /// of Algorithm::error_bound), one-shot and packed; -1 when not checked.
-  double max_error = -1;
   /// Per-output relative error max |y - y_ref| / (|bias| + sum|x*w|); -1 when not checked.
   double max_rel_error = -1;
   double error_bound = 0;    ///< the algorithm's bound on max_error

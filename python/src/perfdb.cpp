@@ -62,7 +62,8 @@ nb::dict read_perfdb(nb::handle path_obj) {
     const auto& c = r.candidate;
     nb::dict d;
     d["fingerprint"] = r.fingerprint, d["key"] = r.key, d["algo"] = c.algo_id;
-    d["config"] = c.config, d["algo_version"] = c.algo_version, d["status"] = c.status;
+    d["config"] = c.config, d["algo_version"] = c.algo_version,
+    d["status"] = conv::to_string(c.status);
     d["median_ms"] = number(c.median_ms), d["min_ms"] = number(c.min_ms);
     d["max_ms"] = number(c.max_ms), d["packed_median_ms"] = number(c.packed_median_ms);
     d["packed_min_ms"] = number(c.packed_min_ms), d["max_error"] = number(c.max_error);

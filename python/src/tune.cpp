@@ -24,7 +24,7 @@ nb::dict candidate(const conv::TuneResult& r, size_t i, double peak) {
   nb::dict d;
   d["algo"] = c.algo_id;
   d["config"] = c.config;
-  d["status"] = c.status;
+  d["status"] = conv::to_string(c.status);
   d["message"] = c.message;
   d["min_ms"] = number(c.min_ms);
   d["median_ms"] = number(c.median_ms);

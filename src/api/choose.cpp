@@ -218,8 +218,9 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
     // candidate was measured, so the fastest stored one that fits is this limit's winner
     // (candidates() is ordered by time).
     for (size_t i = 0; !found && i < stored.size(); ++i)
-      found = stored[i].status == "ok" && usable(p, stored[i].algo_id, stored[i].config,
-                                                 o.device.kind, o.workspace_limit, &choice);
+      found =
+          stored[i].status == CandidateStatus::ok &&
+          usable(p, stored[i].algo_id, stored[i].config, o.device.kind, o.workspace_limit, &choice);
     if (found) {
       choice.source = ChoiceSource::perfdb;
       choice.perfdb_path = db.path();

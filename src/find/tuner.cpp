@@ -135,7 +135,8 @@ const PerfCandidate* final_measurement(const std::vector<PerfCandidate>& measure
                                        const Algorithm& algo, const std::string& config) {
   for (const auto& m : measured)
     if (m.algo_id == algo.id() && m.config == config && m.algo_version == algo.version() &&
-        (m.status == "rejected" || (m.status == "ok" && !m.quality.noisy && m.median_ms >= 0)))
+        (m.status == CandidateStatus::rejected ||
+         (m.status == CandidateStatus::ok && !m.quality.noisy && m.median_ms >= 0)))
       return &m;
   return nullptr;
 }
@@ -177,7 +178,9 @@ double CandidateResult::gflops(const ConvProblem& p) const {
 const CandidateResult* TuneResult::find(const std::string& algo_id) const {
   const CandidateResult* best = nullptr;
   for (const auto& c : candidates)
-    if (c.algo_id == algo_id && c.status == "ok" && (!best || c.min_ms < best->min_ms)) best = &c;
+    if (c.algo_id == algo_id && c.status == CandidateStatus::ok &&
+        (!best || c.min_ms < best->min_ms))
+      best = &c;
   return best;
 }
 
@@ -185,19 +188,8 @@ std::vector<PerfCandidate> TuneResult::to_records() const {
   std::vector<PerfCandidate> out;
   for (const auto& c : candidates) {
     PerfCandidate r;
-    r.algo_id = c.algo_id;
-    r.config = c.config;
-    r.status = c.status;
-    r.median_ms = c.median_ms;
-    r.min_ms = c.min_ms;
-    r.max_ms = c.max_ms;
-    r.packed_median_ms = c.packed_median_ms;
-    r.packed_min_ms = c.packed_min_ms;
-    r.max_error = c.max_error;
-    r.quality = c.quality;
+    static_cast<Measurement&>(r) = c;
     if (const Algorithm* a = find_algorithm(c.algo_id)) r.algo_version = a->version();
-    r.workspace_bytes = c.workspace_bytes;
-    r.message = c.message;
     out.push_back(r);
   }
   return out;
@@ -343,19 +335,19 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
       c.error_bound = algo.error_bound(p, c.config);
       const PerfCandidate* stored = final_measurement(o.measured, algo, c.config);
       if (c.workspace_bytes > o.workspace_limit) {
-        c.status = "skipped";
+        c.status = CandidateStatus::skipped;
         c.message =
             "workspace " + mib(c.workspace_bytes) + " exceeds the limit " + mib(o.workspace_limit);
       } else if (kind == Device::Kind::cpu && host > 0 && c.workspace_bytes > 0.75 * host) {
         // Linux allocates lazily: a workspace beyond the machine's memory (huge padding makes
         // cpu.direct's padded view 96 GiB for an 8x8 image) would page or be killed, not fail.
-        c.status = "skipped";
+        c.status = CandidateStatus::skipped;
         c.message = "workspace " + mib(c.workspace_bytes) + " exceeds 3/4 of this machine's " +
                     mib(host) + " of memory";
       } else if (stored) {
         c = from_record(*stored, c);
       } else if (Clock::now() >= deadline) {
-        c.status = "skipped";
+        c.status = CandidateStatus::skipped;
         c.message = "time budget of " + std::to_string(static_cast<long long>(budget_ms)) +
                     " ms for this problem used up";
       } else {
@@ -382,7 +374,7 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
         if (o.check) c.max_error = check_output(oneshot);
         const size_t packed_bytes = algo.packed_weights_bytes(p, c.config);
         if (o.check && !(c.max_error <= c.error_bound)) {
-          c.status = "rejected";
+          c.status = CandidateStatus::rejected;
           std::ostringstream s;
           s << "max error " << c.max_error << " exceeds its bound " << c.error_bound << " (vs "
             << trusted.source << ")";
@@ -406,7 +398,7 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
           const double packed_error = o.check ? check_output(packed) : 0;
           c.max_error = std::max(c.max_error, packed_error);
           if (o.check && !(packed_error <= c.error_bound)) {
-            c.status = "rejected";
+            c.status = CandidateStatus::rejected;
             std::ostringstream s;
             s << "with packed weights: max error " << packed_error << " exceeds its bound "
               << c.error_bound;
@@ -420,7 +412,7 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
         }
       }
     } catch (const std::exception& e) {
-      c.status = "failed";
+      c.status = CandidateStatus::failed;
       c.message = e.what();
     }
     if (progress) progress(i, pending.size(), c);
@@ -466,7 +458,7 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
     if (!timed[k].packed) lower[timed[k].candidate] = st.lower_ms;
     plan_lower[timed[k].candidate] = st.lower_ms;
     if (!timed[k].failure.empty()) {
-      c.status = "failed";
+      c.status = CandidateStatus::failed;
       c.message = "while timing: " + timed[k].failure;
       continue;
     }
@@ -489,11 +481,11 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   }
 
   r.complete = !filtered && std::all_of(r.candidates.begin(), r.candidates.end(), [](auto& c) {
-    return c.status == "ok" || c.status == "rejected";
+    return c.status == CandidateStatus::ok || c.status == CandidateStatus::rejected;
   });
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
-    if (c.status != "ok") continue;
+    if (c.status != CandidateStatus::ok) continue;
     if (r.winner < 0 || c.min_ms < r.candidates[r.winner].min_ms) r.winner = static_cast<int>(i);
     if (r.packed_winner < 0 || c.plan_ms() < r.candidates[r.packed_winner].plan_ms())
       r.packed_winner = static_cast<int>(i);
@@ -503,7 +495,7 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   // is uncertain too.
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
-    if (c.status != "ok" || !c.quality.noisy) continue;
+    if (c.status != CandidateStatus::ok || !c.quality.noisy) continue;
     if (r.winner >= 0 && lower[i] <= r.candidates[r.winner].min_ms) r.noisy = true;
     if (r.packed_winner >= 0 && plan_lower[i] <= r.candidates[r.packed_winner].plan_ms())
       r.packed_noisy = true;

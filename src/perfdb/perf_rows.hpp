@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "conv/error.hpp"
+#include "conv/perfdb.hpp"
 #include "conv/problem.hpp"
 #include "quoted.hpp"
 
@@ -42,7 +43,7 @@ inline std::string label_problem(std::string_view text) {
 inline constexpr const char* kStatusRule = "expected ok, rejected, failed or skipped";
 
 inline bool known_status(std::string_view s) {
-  return s == "ok" || s == "rejected" || s == "failed" || s == "skipped";
+  return parse_candidate_status(s).has_value();
 }
 
 /// min <= median <= max where known (a negative time is unknown): a row otherwise contradicts

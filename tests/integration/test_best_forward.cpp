@@ -490,7 +490,7 @@ using convtest::quick_tune;
 const conv::CandidateResult& fastest(const conv::TuneResult& r) {
   REQUIRE(r.winner >= 0);
   for (const auto& c : r.candidates)
-    if (c.status == "ok") CHECK(r.candidates[r.winner].min_ms <= c.min_ms);
+    if (c.status == conv::CandidateStatus::ok) CHECK(r.candidates[r.winner].min_ms <= c.min_ms);
   return r.candidates[r.winner];
 }
 
@@ -587,7 +587,7 @@ TEST_CASE("best_forward: a workspace limit picks the fastest stored candidate th
   // candidate within it, read from the database (no tuning).
   uint64_t largest = 0;
   for (const auto& c : stored)
-    if (c.status == "ok") largest = std::max(largest, c.workspace_bytes);
+    if (c.status == conv::CandidateStatus::ok) largest = std::max(largest, c.workspace_bytes);
   REQUIRE(largest > 0);
   conv::ForwardOptions o = fast_options(db.path);
   o.threads = 2;
@@ -597,7 +597,7 @@ TEST_CASE("best_forward: a workspace limit picks the fastest stored candidate th
   CHECK(r.source == conv::ChoiceSource::perfdb);
   const conv::PerfCandidate* want = nullptr;
   for (const auto& c : stored)  // ordered by one-shot median, fastest first
-    if (c.status == "ok" && c.workspace_bytes <= o.workspace_limit) {
+    if (c.status == conv::CandidateStatus::ok && c.workspace_bytes <= o.workspace_limit) {
       want = &c;
       break;
     }

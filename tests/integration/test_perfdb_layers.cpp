@@ -290,7 +290,8 @@ TEST_CASE("autotune tune: a re-tune measures the vendor baseline again with the 
   int reused = 0;
   for (const auto& c :
        conv::PerfDb::open(user).candidates(conv::Device::cpu().fingerprint(2), p3x3.key()))
-    reused += c.algo_id != "cpu.direct" && c.algo_id != "cpu.onednn" && c.status == "ok";
+    reused += c.algo_id != "cpu.direct" && c.algo_id != "cpu.onednn" &&
+              c.status == conv::CandidateStatus::ok;
   CHECK(reused > 0);
 }
 

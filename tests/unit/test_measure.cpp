@@ -263,7 +263,7 @@ TEST_CASE("tune: injected times decide the winner, a noisy candidate is measured
     CHECK(r.candidates[r.winner].min_ms == 0.25);
     CHECK_FALSE(r.noisy);
     for (const auto& c : r.candidates) {
-      if (c.status != "ok") continue;
+      if (c.status != conv::CandidateStatus::ok) continue;
       CHECK(c.quality.rounds >= 3);
       CHECK_FALSE(c.quality.noisy);
     }
@@ -299,7 +299,7 @@ TEST_CASE("tune: injected times decide the winner, a noisy candidate is measured
     env->calls.clear();
     const auto again = conv::tune(p, o);
     for (const auto& c : again.candidates) {
-      if (c.status != "ok") continue;
+      if (c.status != conv::CandidateStatus::ok) continue;
       INFO(c.algo_id << " " << c.config);
       CHECK(c.from_perfdb == (c.algo_id != fastest));  // only the noisy one is measured again
     }
@@ -343,7 +343,7 @@ TEST_CASE("tune: options out of range are named; a stored ok row without a time 
     t.budget_ms = budget;
     const auto r = conv::tune(p, t);
     REQUIRE(r.winner >= 0);
-    for (const auto& c : r.candidates) CHECK(c.status != "skipped");
+    for (const auto& c : r.candidates) CHECK(c.status != conv::CandidateStatus::skipped);
   }
   // An "ok" measurement without a time (from a foreign file or a caller) is no measurement: it
   // had won with its -1 ms and been stored as a -1 ms winner.
@@ -351,7 +351,7 @@ TEST_CASE("tune: options out of range are named; a stored ok row without a time 
   REQUIRE(first.winner >= 0);
   for (const auto& c : first.to_records()) {
     conv::PerfCandidate m = c;
-    if (m.status == "ok") m.median_ms = m.min_ms = m.max_ms = -1;
+    if (m.status == conv::CandidateStatus::ok) m.median_ms = m.min_ms = m.max_ms = -1;
     o.measured.push_back(m);
   }
   const auto again = conv::tune(p, o);
@@ -359,7 +359,7 @@ TEST_CASE("tune: options out of range are named; a stored ok row without a time 
   CHECK(again.candidates[again.winner].min_ms > 0);
   for (const auto& c : again.candidates) {
     INFO(c.algo_id << " " << c.config);
-    if (c.status == "ok") CHECK_FALSE(c.from_perfdb);
+    if (c.status == conv::CandidateStatus::ok) CHECK_FALSE(c.from_perfdb);
   }
 }
 
@@ -434,13 +434,13 @@ TEST_CASE("tune: a candidate whose workspace exceeds the machine's memory is ski
   const conv::TuneResult r = conv::tune(p, o);
   int skipped = 0, ok = 0;
   for (const auto& c : r.candidates) {
-    INFO(c.algo_id << " " << c.config << ": " << c.status << " " << c.message);
+    INFO(c.algo_id << " " << c.config << ": " << conv::to_string(c.status) << " " << c.message);
     if (c.algo_id == "cpu.direct") {
-      CHECK(c.status == "skipped");
+      CHECK(c.status == conv::CandidateStatus::skipped);
       CHECK_THAT(c.message, Catch::Contains("of this machine's"));
       ++skipped;
     } else {
-      CHECK(c.status == "ok");
+      CHECK(c.status == conv::CandidateStatus::ok);
       ++ok;
     }
   }

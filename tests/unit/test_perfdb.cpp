@@ -128,7 +128,7 @@ PerfCandidate candidate(const std::string& algo, const std::string& config, doub
   PerfCandidate c;
   c.algo_id = algo;
   c.config = config;
-  c.status = status;
+  c.status = conv::parse_candidate_status(status).value();
   c.median_ms = median_ms;
   c.min_ms = median_ms >= 0 ? 0.9 * median_ms : -1;
   c.max_ms = median_ms >= 0 ? 1.3 * median_ms : -1;
