@@ -246,9 +246,9 @@ class Cudnn final : public Algorithm {
   // land inside the input, get a larger relative error. The bounds follow the shape of the CPU
   // Winograd and FFT bounds (kernels/cpu/winograd/winograd.cpp, kernels/cpu/fft/fft.cpp: the most
   // generous tile, border windows, FFT growth with log2 of the transform size) with a safety factor
-  // of 4, as cuDNN's tiles are not known here; never below 8x the exact-order bound. On an H200
-  // (cuDNN 9.14) the 3x3 Winograd path stayed 200x inside it; WINOGRAD_NONFUSED on 5x5 filters went
-  // 2-2.6x past it and is rejected there. scripts/gpu-check.sh lists rejected candidates.
+  // of 4, as cuDNN's tiles are not known here; never below 8x the exact-order bound. cuDNN's
+  // WINOGRAD_NONFUSED on 5x5 filters can exceed it and is then rejected. scripts/gpu-check.sh lists
+  // rejected candidates.
   double do_error_bound(const ConvProblem& p, const std::string&) const override {
     const double exact = exact_order_error_bound(p);
     if (info_.numeric == NumericClass::exact_order) return exact;

@@ -19,10 +19,10 @@ namespace conv {
 namespace {
 
 // Everything a cached choice depends on besides the problem: device, threads, workspace limit,
-// path, and the find mode and perf database as the options give them (a heuristic choice had
-// answered a later call that asked to tune into another database, and a choice from one
-// database a db_only call on another); the environment's overrides and default path are read
-// on a miss only. Found without allocating: the path is compared as a string_view.
+// path, and the find mode and perf database as the options give them (else a heuristic choice could
+// answer a later call that asks to tune into another database, and a choice from one database a
+// db_only call on another); the environment's overrides and default path are read on a miss only.
+// Found without allocating: the path is compared as a string_view.
 template <class Text>
 using Key = std::tuple<ProblemFields, std::array<uint64_t, 5>, Text>;
 using CacheKey = Key<std::string>;

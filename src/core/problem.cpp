@@ -107,10 +107,10 @@ void ConvProblem::validate() const {
         "output width OW = " + std::to_string(OW()) + " must be <= 2^31",
         left ? pad_left : pad_right);
   // Tensors are bounded to 2^48 bytes (256 TiB, more than any machine's memory) and the
-  // direct-convolution work to 2^60 multiply-adds, so that the algorithms' workspace formulas
-  // (a small multiple of a tensor, or im2col's (C/g*R*S) x (OH*OW) matrix) fit in 64 bits: an
-  // im2col workspace that wrapped to 0 bytes had been accepted. The message blames the field of
-  // the largest factor (the one most likely mistyped) and lists every factor.
+  // direct-convolution work to 2^60 multiply-adds, so that the algorithms' workspace formulas (a
+  // small multiple of a tensor, or im2col's (C/g*R*S) x (OH*OW) matrix) fit in 64 bits: an im2col
+  // workspace that wraps to 0 bytes would be accepted. The message blames the field of the largest
+  // factor (the one most likely mistyped) and lists every factor.
   struct Factor {
     const char* field;
     int64_t value;

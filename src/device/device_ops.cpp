@@ -49,7 +49,7 @@ class CpuOps final : public DeviceOps {
 }  // namespace
 
 // oneDNN's own ISA cap, lower-cased, where it keeps oneDNN below the ISA our kernels use (e.g.
-// ONEDNN_MAX_CPU_ISA=SSE41 on an AVX2 CPU, about 10x slower); else "". Its timings then differ
+// ONEDNN_MAX_CPU_ISA=SSE41 on an AVX2 CPU, many times slower); else "". Its timings then differ
 // from an uncapped run's on the same CPU, so they must not be stored under the same device.
 const char* onednn_max_isa_env() {
   for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
@@ -123,8 +123,8 @@ PluginState load_plugin() {
   }
   if (!std::getenv("CONVTUNE_CUDA_PLUGIN")) {
     // Without the NVIDIA driver the plugin could only say "no device", after mapping the CUDA
-    // runtime, cuBLAS, cuFFT and cuDNN first (measured: 80-140 ms per process on a CPU-only
-    // machine). The driver library is what cudart would load; it stays loaded.
+    // runtime, cuBLAS, cuFFT and cuDNN first, which costs every process noticeable start-up time.
+    // The driver library is what cudart would load; it stays loaded.
     dlerror();
     if (!dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
       const char* e = dlerror();

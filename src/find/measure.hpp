@@ -62,9 +62,8 @@ struct Policy {
   int max_batch_runs = 1000;
   double confirm = 0.05;  ///< two clean rounds within 5% confirm the minimum
   double prune = 1.5;     ///< a confirmed time above 1.5x another item's fastest: out
-  /// Pause before an item's round when its previous round was disturbed. Measured under two
-  /// busy loops on 2 cores (alexnet:conv1, 2 threads): clean rounds went from 0-10 of 20 to
-  /// 9-15 of 20 with 20 ms.
+  /// Pause before an item's round when its previous round was disturbed: under competing load it
+  /// makes clean rounds far more likely.
   double backoff_ms = 20;
   /// Rounds after the first stop when this is used up, and a batch stops early (after one run).
   double budget_ms = 60000;

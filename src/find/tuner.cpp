@@ -49,8 +49,8 @@ double host_memory_bytes() {
 }
 
 // Refuses a problem whose host tensors alone would not fit in this machine's memory: allocation
-// succeeds lazily on Linux, so such a problem would page for minutes and past any --budget (a
-// 40000 x 40000 image had taken 19.5 of 23 GiB after 70 s) before it failed or was killed.
+// succeeds lazily on Linux, so such a problem would page for minutes and past any --budget before
+// it failed or was killed.
 void check_host_memory(const ConvProblem& p, const TuneOptions& o) {
   // x, w, y, the NaN poison y, and the trusted y and magnitudes in float64: a lower bound.
   double need =

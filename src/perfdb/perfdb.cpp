@@ -51,7 +51,7 @@ std::string env(const char* name) {
 }
 
 // The build links SQLite with URI filenames on, so a plain path starting with "file:" would be
-// parsed as a URI, and ":memory:" is SQLite's in-memory database (whose results were reported
+// parsed as a URI, and ":memory:" is SQLite's in-memory database (whose results would be reported
 // stored and then lost); "./" keeps each a path.
 std::string sqlite_filename(const std::string& path) {
   return path.rfind("file:", 0) == 0 || path == ":memory:" ? "./" + path : path;
@@ -78,7 +78,7 @@ constexpr int kMaxValueBytes = 64 * 1024;
 
 // The first of `path` and its parent directories that is a symbolic link to nothing, with its
 // target, as " (PATH is a symbolic link to TARGET, which does not exist)"; "" if none is. Such a
-// link made SQLite and create_directories() report causes that were not the case.
+// link makes SQLite and create_directories() report causes that are not the case.
 std::string dangling_link(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -154,8 +154,8 @@ void check_file_once(sqlite3* db, const std::string& path, bool has_tables) {
     std::replace(r.begin(), r.end(), '\n', ' ');
     fail_not_perfdb(path, "damaged: integrity_check says \"" + r + "\"");
   });
-  // The schema's CHECK on winners.path, which SQLite's checks skip on a read-only connection;
-  // a row under another path was read as a second one-shot winner.
+  // The schema's CHECK on winners.path, which SQLite's checks skip on a read-only connection; a row
+  // under another path would read as a second one-shot winner.
   with_retry(db, path, [&] {
     if (!has_tables) return;
     Stmt s(db, path, "SELECT key FROM winners WHERE path NOT IN ('oneshot', 'packed') LIMIT 1");

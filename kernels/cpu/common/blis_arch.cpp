@@ -1,15 +1,14 @@
 // BLIS's kernel set for cpu.im2col_gemm. BLIS picks a sub-configuration by CPU model once, when it
-// starts, and on CPUs newer than the BLIS (Debian's 0.9.0 on an AMD Zen 5, family 26) falls back
-// to its portable C kernels: resnet50 res5_3x3_s2's sgemm, 2 threads, took 3.8 ms with "generic"
-// against 1.02 ms with "skx" and 1.23 ms with "haswell". So convtune starts BLIS itself, before
-// its first BLIS call, with BLIS_ARCH_TYPE (which BLIS reads then, and only then) naming the
-// sub-configuration of the ISA its own kernels run: cpu_isa(), which honours CONVTUNE_MAX_ISA, so
-// a capped run also gets BLIS's narrower kernels. The variable is removed again once BLIS has
-// read it, so child processes and other libraries never see it (POSIX does not make setenv safe
-// against a getenv in another thread: the change lasts only while BLIS starts, in the first
-// cpu.im2col_gemm call or version()). A BLIS_ARCH_TYPE the user set (non-empty) is left to BLIS,
-// after a check that it names a sub-configuration this BLIS has and this CPU runs (BLIS aborts
-// the process on any other, and its kernels trap on a CPU without their instructions).
+// starts, and on CPUs newer than the BLIS (Debian's 0.9.0 on an AMD Zen 5, family 26) falls back to
+// its portable C kernels, several times slower than its x86-64 ones. So convtune starts BLIS
+// itself, before its first BLIS call, with BLIS_ARCH_TYPE (which BLIS reads then, and only then)
+// naming the sub-configuration of the ISA its own kernels run: cpu_isa(), which honours
+// CONVTUNE_MAX_ISA, so a capped run also gets BLIS's narrower kernels. The variable is removed
+// again once BLIS has read it, so child processes and other libraries never see it (POSIX does not
+// make setenv safe against a getenv in another thread: the change lasts only while BLIS starts, in
+// the first cpu.im2col_gemm call or version()). A BLIS_ARCH_TYPE the user set (non-empty) is left
+// to BLIS, after a check that it names a sub-configuration this BLIS has and this CPU runs (BLIS
+// aborts the process on any other, and its kernels trap on a CPU without their instructions).
 #include "cpu/common/blis_arch.hpp"
 
 #include <blis.h>

@@ -1,8 +1,6 @@
 // Partial-vector stores for the AVX2 kernels (include only from files compiled with -mavx2).
-// Why not vmaskmovps: on AMD Zen 3 and Zen 4 its store form is microcoded and takes tens of
-// cycles, where one to three plain stores take a few (alternating runs, AVX2 cap, Zen 4,
-// 2 threads: cpu.direct_kvec oc16 on resnet50 res4_1x1b 0.630 -> 0.562 ms, res5_1x1b
-// 0.704 -> 0.669 ms, whose every 6-position block ended in masked stores).
+// Why not vmaskmovps: on AMD Zen 3 and Zen 4 its store form is microcoded and takes tens of cycles,
+// where one to three plain stores take a few.
 // Internal linkage, as transpose_avx2.hpp.
 #pragma once
 

@@ -72,7 +72,8 @@ void row_portable(const Row& r, int64_t L) {
 class Depthwise final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.depthwise"; }
-  // 2: the last 1-7 positions of a 3-column row in one block (same sums).
+  // Raised whenever the kernels change, so that winners stored against older code are measured
+  // again (the history of versions: docs/measurements.md).
   std::string version() const override { return "2"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
@@ -125,10 +126,8 @@ class Depthwise final : public Algorithm {
       for (int64_t t = 0; t <= RS; ++t) std::fill(out + t * L + lanes, out + (t + 1) * L, 0.0f);
     };
 
-    // Narrow images (7x7, 14x14): a row holds at most one 8x8 transpose and the scalar tails
-    // would dominate, so full blocks are transposed as whole flat planes instead (measured on
-    // mobilenet_v2, AVX2 cap, 2 threads: dw960 7x7 0.087 -> 0.042 ms, dw384 14x14 0.073 ->
-    // 0.043).
+    // Narrow images (7x7, 14x14): a row holds at most one 8x8 transpose and the scalar tails would
+    // dominate, so full blocks are transposed as whole flat planes instead.
     const bool narrow = avx2 && W < 16;
     const int64_t full = avx2 ? C / L : 0;  // blocks copied with 8x8 transposes
 
@@ -238,10 +237,8 @@ class Depthwise final : public Algorithm {
             }
             for (int64_t hp = 0; hp < s.Hp; ++hp) pack_row(x, cb, hp);
             // Each output row goes back to NCHW while it is in L1, from one row buffer, so the
-            // block's output never makes the round trip through L2 (alternating runs, 2
-            // threads, AVX2 cap, Zen 4: mobilenet_v2 dw144 0.156 -> 0.149 ms, dw96_s2 0.281 ->
-            // 0.271; equal on planes of 28x28 and less). Packing each input row just before
-            // its first use measured no faster.
+            // block's output never makes the round trip through L2. Packing each input row just
+            // before its first use measured no faster.
             for (int64_t oh = 0; oh < s.OH; ++oh) {
               compute_row(cb, oh, out);
               unpack_row(y, cb, oh, out);
@@ -261,9 +258,7 @@ class Depthwise final : public Algorithm {
           for (int64_t row = narrow ? full * s.Hp : 0; row < s.CB * s.Hp; ++row)
             pack_row(x, row / s.Hp, row % s.Hp);
           if (!narrow) {
-            // Each row back to NCHW as soon as it is computed, as above (dw32 at 112x112,
-            // 4 blocks on 2 threads: 0.094 -> 0.092 ms capped to AVX2, 0.122 -> 0.118 with
-            // AVX-512).
+            // Each row back to NCHW as soon as it is computed, as above.
 #pragma omp for schedule(static)
             for (int64_t row = 0; row < s.CB * s.OH; ++row) {
               compute_row(row / s.OH, row % s.OH, yb + row * s.OW * L);

@@ -49,9 +49,7 @@ void row3(const Row& r) {
   int64_t ow = 0;
   for (; ow + 8 <= r.OW; ow += 8) block3<Vec, 8, SW>(r, ow, b);
   // The last 1-7 positions as one block of independent chains: one position at a time (after a
-  // block of 4), each waited for 3R dependent FMAs (alternating runs, 2 threads, AVX2 cap,
-  // Sapphire Rapids-class Xeon: mobilenet_v2 dw960 (7x7) 0.024 -> 0.021 ms, dw384 (14x14) 0.027
-  // -> 0.025, dw576_s2 0.022 -> 0.020; one thread dw960 0.043 -> 0.040; AVX-512 equal).
+  // block of 4) would wait for 3R dependent FMAs each.
   tail3<Vec, SW>(r, ow, b, r.OW - ow, std::make_integer_sequence<int, 7>{});
 }
 

@@ -80,10 +80,9 @@ constexpr Config kConfigs[] = {{4, 3, BlockIsa::avx2},
 // (thousands of channels) from thrashing L2. Measured best between 100 KiB and 300 KiB.
 constexpr int64_t kChunkBytes = 256 * 1024;
 
-// Floats of one thread's input panel ("_panels" configs; on its stack): the reduction chunk is
-// this over vecs*lanes channels. 24 KiB leaves room for the weights in a 32 KiB L1 (AMD Zen 3);
-// 2 threads, AVX2 cap, oc4ow24, resnet50 1x1 layers with 256-1024 input channels: 16 KiB 4-14%
-// slower, 32-64 KiB equal or up to 7% slower.
+// Floats of one thread's input panel ("_panels" configs; on its stack): the reduction chunk is this
+// over vecs*lanes channels. 24 KiB leaves room for the weights in a 32 KiB L1 (AMD Zen 3); smaller
+// panels measured slower, larger ones no faster.
 constexpr int64_t kPanelFloats = 6144;
 // Vector blocks per kernel call (Block::pos_runs) at most: a bound, not a tuning choice.
 constexpr int kMaxPosRuns = 1 << 16;
@@ -99,12 +98,12 @@ void fill_band(const ConvProblem& p, int band, const float* w, float* out) {
       }
 }
 
-// Where vector `v` of an output channel starts in the view, and where its lanes are stored
-// (output offsets of lane 0 per output row, with the stored lane range). In rows mode a partial
-// last vector of a row is shifted left to end at the row's end when the row holds a whole
-// vector, so no lane reads outside the row; only the new lanes are stored. Filled in place and
-// only its first nseg segments: the driver recomputes it per vector block, and zeroing and
-// returning the struct (a copy through narrower stores) measured 9% of a mobilenet_v2 stem call.
+// Where vector `v` of an output channel starts in the view, and where its lanes are stored (output
+// offsets of lane 0 per output row, with the stored lane range). In rows mode a partial last vector
+// of a row is shifted left to end at the row's end when the row holds a whole vector, so no lane
+// reads outside the row; only the new lanes are stored. Filled in place and only its first nseg
+// segments: the driver recomputes it per vector block, where zeroing and returning the struct (a
+// copy through narrower stores) would cost a noticeable share of a small call.
 struct VecPos {
   int64_t x;
   int nseg;
@@ -188,11 +187,10 @@ int64_t block_pos(const Geometry& g, int64_t v0, int n, VecPos* pos) {
   return last;
 }
 
-// A 1x1 input read in place starts its vectors on vector-aligned addresses after a head vector,
-// so that no load splits a cache line: an input 16 bytes off a line (as malloc returns large
-// blocks) made resnet50 res3_1x1a_first oc6ow16 1.25-1.3x slower than an aligned one (one
-// thread, AVX2 cap, Zen 4; with the head vector, equal). Only where every channel plane starts
-// at the same offset within a vector (then every image does too).
+// A 1x1 input read in place starts its vectors on vector-aligned addresses after a head vector, so
+// that no load splits a cache line: loads from an input 16 bytes off a line (as malloc returns
+// large blocks) are markedly slower. Only where every channel plane starts at the same offset
+// within a vector (then every image does too).
 void align_flat_vectors(const float* x, Geometry* g) {
   const uintptr_t addr = reinterpret_cast<uintptr_t>(x);
   const int64_t off = static_cast<int64_t>(addr / sizeof(float) % g->lanes);
@@ -219,9 +217,8 @@ int64_t chunk_channels(const ConvProblem& p, const Geometry& g, const Config& cf
   const int64_t per_channel = rows * (span * 4 / 64 + 2) * 64 + g.taps * cfg.oc * 4;
   int64_t cb = std::max<int64_t>(1, kChunkBytes / per_channel);
   if (g.panel) cb = std::max<int64_t>(1, kPanelFloats / (cfg.vecs * g.lanes));
-  // A 1x1 channel block re-reads the whole chunk of the input plane from L2 (kb_outer): keep
-  // that within half the L2 (alternating runs, 2 threads, AVX2 cap, Zen 4 with 1 MiB L2:
-  // resnet50 res4_1x1a oc6ow16 0.87-0.91 -> 0.79-0.86 ms in 2 chunks of 512 channels).
+  // A 1x1 channel block re-reads the whole chunk of the input plane from L2 (kb_outer): keep that
+  // within half the L2.
   if (g.flat && kb_outer(p, g))
     cb = std::min(cb, std::max<int64_t>(1, l2_cache_bytes() / 2 / (g.plane * 4)));
   const int64_t chunks = ceil_div(p.Cg(), cb);
@@ -230,15 +227,12 @@ int64_t chunk_channels(const ConvProblem& p, const Geometry& g, const Config& cf
 
 // 1x1 (flat planes): how far ahead the kernel prefetches its input, 0 for not at all: eight
 // channels, where consecutive channels lie 2 KiB and more apart (past the hardware stride
-// prefetchers). A vector block's input over one chunk that overflows a 32 KiB L1 is re-read from
-// L2 by every channel block, so every block prefetches (alternating runs, AVX-512: resnet50
-// res2_1x1c 0.33 -> 0.30 ms, res3_1x1a_first 0.66 -> 0.60 ms, res4_1x1a_first 0.62 -> 0.59 ms;
-// prefetching in every block of inputs that stay in L1 measured 2-7% slower). One that fits is
-// prefetched by the first block of a run (Block::runs) only, which reads it from L3 or memory
-// (*first_only; alternating calls, 2 threads, Zen 3: res2_1x1c `oc4ow24` 0.64 -> 0.59-0.60 ms,
-// `oc6ow16` 0.63 -> 0.59, mobilenet_v2 pw96_24 and pw16_96 3-8% faster, other 1x1 layers equal);
-// not at all in kb_outer order, whose tasks are runs of one block. That was measured with ymm
-// blocks only (on an AVX2-only CPU), so zmm blocks keep prefetching only inputs that spill.
+// prefetchers). A vector block's input over one chunk that overflows a 32 KiB L1 is re-read from L2
+// by every channel block, so every block prefetches (prefetching in every block an input that stays
+// in L1 is slower). One that fits is prefetched by the first block of a run (Block::runs) only,
+// which reads it from L3 or memory (*first_only); not at all in kb_outer order, whose tasks are
+// runs of one block. That was measured with ymm blocks only, so zmm blocks keep prefetching only
+// inputs that spill.
 int64_t flat_prefetch_ahead(const ConvProblem& p, const Geometry& g, const Config& cfg,
                             int64_t chunk_channels, bool* first_only) {
   const bool far = g.plane * sizeof(float) >= 2048;
@@ -385,9 +379,8 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   const int64_t nkb = g.band ? ceil_div(g.OH, oc) : ceil_div(Kg, oc);
   const int64_t nvec_total = g.band ? g.vpr : g.nvec, nvb = ceil_div(nvec_total, cfg.vecs);
   // Vector block vb starts at vector first_vec(vb). A flat plane's few vectors are shared evenly,
-  // so the last block is not a short one of few FMA chains (resnet50 res4_1x1a, 13 vectors,
-  // oc8ow48_avx512: blocks of 3, 3, 3, 3, 1 -> 2, 3, 2, 3, 3, 2 threads 2-4% faster); planes of
-  // rows have many blocks, where the two divisions per block measured 1-2% (mobilenet_v2 stem).
+  // so the last block is not a short one of few FMA chains; planes of rows have many blocks, where
+  // the two divisions per block measurably cost time.
   const int64_t vq = nvec_total / nvb, vr = nvec_total % nvb;  // nvec_total * vb / nvb, no overflow
   auto first_vec = [&](int64_t vb) { return g.flat ? vb * vq + vb * vr / nvb : vb * cfg.vecs; };
   const int64_t cb = chunk_channels(p, g, cfg), nchunks = ceil_div(Cg, cb);
@@ -402,30 +395,21 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
   common.prefetch_ahead = g.panel  ? 0
                           : g.flat ? flat_prefetch_ahead(p, g, cfg, cb, &common.prefetch_first_only)
                                    : prefetch_ahead(p, g);
-  // Weights that overflow the L2 come from L3 or memory in streams the hardware prefetchers
-  // follow too late: a packed block is one stream of oc floats per step, KCRS rows oc slow
-  // streams. The zmm blocks whose reduction runs over a step table (not 1x1, at most kMaxSteps
-  // steps a chunk) prefetch them 64 steps ahead (resnet50 res5_3x3_s2, 9.4 MB of weights, 2
-  // threads, Zen 5, interleaved calls: oc6ow64_avx512 one-shot 0.664 -> 0.642 ms, packed 0.833
-  // -> 0.644; with 64 MB evicted between calls 0.742 -> 0.670 and 1.022 -> 0.685; other layers
-  // within 2%). The ymm blocks do not: with the prefetches their steps, half as long, measured
-  // 8-10% slower (AVX2 cap, oc4ow24: res4_3x3_s2 1.03 -> 1.14 ms).
+  // Weights that overflow the L2 come from L3 or memory in streams the hardware prefetchers follow
+  // too late: a packed block is one stream of oc floats per step, KCRS rows oc slow streams. The
+  // zmm blocks whose reduction runs over a step table (not 1x1, at most kMaxSteps steps a chunk)
+  // prefetch them 64 steps ahead. The ymm blocks do not: with the prefetches their steps, half as
+  // long, measured slower.
   if (cfg.isa == BlockIsa::avx512 && p.w_bytes() > l2_cache_bytes()) common.w_prefetch_steps = 64;
   common.y_k_stride = g.band ? g.OW : g.OHW;
   common.bias_stride = g.band ? 0 : 1;
   common.lanes = g.lanes;
-  // Outputs of one image of which each thread's share overflows half its L2 (the other half
-  // holds its input and weights) are stored non-temporally where whole aligned vectors allow:
-  // they would only evict the input and weights on their way to memory, and a streaming store
-  // skips reading each line first (alternating runs, 2 threads, AVX-512: mobilenet_v2 pw16_96
-  // 0.244 -> 0.169 ms, vgg16 conv1_1 0.883 -> 0.745). The threshold was a whole L2 per thread
-  // until the shares between half and one L2 measured faster streamed too (AMD Zen 4, 1 MiB L2,
-  // 2 threads, AVX2 cap, oc4ow24, while other guests loaded the host: mobilenet_v2 stem
-  // 0.35 -> 0.25 ms, resnet50 res3_1x1b 0.72 -> 0.64, res3_1x1a_first 1.72 -> 1.62; equal
-  // within 3% elsewhere); on the Xeon where streaming was first measured, smaller outputs (1.6 MB
-  // of dw32) were up to 9% slower streamed. Not with several chunks, whose later ones read the
-  // output back. Rows k of a block lie whole lines apart (OHW a multiple of 16 floats), so the
-  // kernels stream exactly the vectors that fill whole lines (direct_block.hpp).
+  // Outputs of one image of which each thread's share overflows half its L2 (the other half holds
+  // its input and weights) are stored non-temporally where whole aligned vectors allow: they would
+  // only evict the input and weights on their way to memory, and a streaming store skips reading
+  // each line first. Not with several chunks, whose later ones read the output back. Rows k of a
+  // block lie whole lines apart (OHW a multiple of 16 floats), so the kernels stream exactly the
+  // vectors that fill whole lines (direct_block.hpp).
   const int threads = a.threads;
   common.stream = !g.band && nchunks == 1 && g.OHW % 16 == 0 &&
                   2 * 4 * p.K * g.OHW > threads * l2_cache_bytes();
@@ -571,9 +555,7 @@ void forward(const ConvProblem& p, const std::string& config, const ForwardArgs&
           }
           // 1x1 in place: the following vector blocks of this block's size, whole vectors, each
           // over all output-channel blocks, in the same call; a call of few channels otherwise
-          // spent a tenth of its time here (2 threads, Zen 3, alternating processes: mobilenet_v2
-          // pw32_16 `oc4ow24` 0.103-0.107 -> 0.097-0.098 ms, pw96_24 and pw144_32 2-3% faster,
-          // 1x1 layers of 64 channels and more equal).
+          // spends a noticeable share of its time here.
           b.pos_runs = 1;
           if (pos_runs_apply && kb == 0 && b.runs == nkb && cur_whole) {
             // Block sizes are vq or vq + 1 vectors (first_vec), stepped without divisions.
@@ -616,17 +598,8 @@ namespace {
 class Direct final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.direct"; }
-  // 2: 1x1 planes that are not whole cache lines are read in place unless "_aligned".
-  // 3: one loop over the (channel, tap) steps; one-pass stride-2/4 view rows (same sums).
-  // 4: position-split tasks copy their own view rows (same sums).
-  // 5: non-temporal stores only of whole cache lines, a line's halves back to back (same sums).
-  // 6: position-split tasks copy their view rows as they reach them, no barrier (same sums).
-  // 7: vector blocks share the vectors evenly; "_panels" configs (same sums).
-  // 8: ymm blocks run two (channel, tap) steps per loop iteration (same sums).
-  // 9: 1x1 inputs that fit in L1 are prefetched by the first block of a run (same sums).
-  // 10: 1x1 reductions of 128 channels and more run four steps per loop iteration (same sums).
-  // 11: runs of 1x1 vector blocks share a kernel call (same sums).
-  // 12: zmm blocks prefetch weights that overflow the L2 (same sums).
+  // Raised whenever the kernels change, so that winners stored against older code are measured
+  // again (the history of versions: docs/measurements.md).
   std::string version() const override { return "12"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
@@ -692,11 +665,9 @@ class Direct final : public Algorithm {
     direct::append_aligned_configs(p, z ? 16 : 8, &out);
     // Unpadded stride-1 1x1 layers with 128 input channels per group or more: also from packed
     // panels. A ymm block's channel rows, a plane apart, collide in the L1 sets and split cache
-    // lines; packed, they stay in L1 for every channel block (2 threads, AVX2 cap, tuner
-    // medians, best in place against best panels: resnet50 res3_1x1a_first 1.166 -> 1.069 ms,
-    // res4_1x1a_first 1.172 -> 1.041, res2_1x1c 0.595 -> 0.550; on 7x7 planes equal to 8%
-    // slower, with 64 channels equal to 5% slower). The zmm blocks stream their larger rows from
-    // L2 with prefetches: packed they measured equal to 15% slower, so they are not offered.
+    // lines; packed, they stay in L1 for every channel block (with 64 channels packing gains
+    // nothing). The zmm blocks stream their larger rows from L2 with prefetches: packed they
+    // measured no faster, so they are not offered.
     if (!z && direct::dense_1x1(p) && p.Cg() >= 128)
       for (size_t i = 0; i < unaligned; ++i) out.push_back(out[i] + "_panels");
     return out;

@@ -15,9 +15,9 @@ using avx512::YmmVl;
 using avx512::Zmm;
 
 BlockFn avx512vl_block(int oc, int vecs, bool one_tap) {
-  // 28 accumulators, 4 broadcasts and an input vector are one more than the 32 ymm: GCC keeps
-  // one accumulator on the stack (a store-forwarded round trip per step, under the step's 28
-  // FMAs). Still faster than oc3 (21 accumulators, 2-10%) and oc2 x 14 (1.5x) on 7x7 outputs.
+  // 28 accumulators, 4 broadcasts and an input vector are one more than the 32 ymm: GCC keeps one
+  // accumulator on the stack (a store-forwarded round trip per step, under the step's 28 FMAs).
+  // Still faster than oc3 (21 accumulators) and oc2 x 14 on 7x7 outputs.
   return oc == 4 ? direct_pick<YmmVl, 4>(vecs, one_tap, std::make_integer_sequence<int, 7>{})
                  : nullptr;
 }

@@ -78,12 +78,9 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r, int64_t po
   if constexpr (ONE_TAP) {
     // 1x1: the step is one channel; index registers instead of NV+OC pointer bumps per step.
     int64_t xo = 0, wo = 0;
-    // Ymm reductions of 128 channels and more run four steps per iteration (2 threads, Zen 3,
-    // alternating processes: resnet50 res2_1x1c oc6ow16 0.595-0.599 -> 0.569-0.579 ms,
-    // res3_1x1a_first oc4ow24 1.21 -> 1.10-1.13); with 16-64 channels (mobilenet_v2 pw32_16,
-    // pw16_96, resnet50 res2_1x1b) that measured 1-5% slower. zmm blocks keep one step per
-    // iteration: unrolling was not measured on an AVX-512 CPU (and two steps per iteration were
-    // 2-4% slower there).
+    // Ymm reductions of 128 channels and more run four steps per iteration; with fewer channels
+    // that measured slower. zmm blocks keep one step per iteration: unrolling was not measured on
+    // an AVX-512 CPU (and two steps per iteration were slower there).
     const int64_t ahead = c.prefetch_ahead;
     auto fetch_step = [&](int64_t xo, int64_t wo) __attribute__((always_inline)) {
       CONVTUNE_UNROLL for (int j = 0; j < NV; ++j)
@@ -107,8 +104,7 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r, int64_t po
     }
   } else if (const int64_t* step_x = c.step_x) {
     // One loop over all (channel, tap) steps: with few taps per channel, the nested loops'
-    // per-channel pointer bumps (spilled to the stack) made oc4ow24 blocks 5-12% slower on AMD
-    // Zen 3 (large 1x7, 3x3 layers; see README).
+    // per-channel pointer bumps (spilled to the stack) slow the blocks down.
     const int64_t steps = channels * c.taps, wts = c.w_tap_stride, ahead = c.prefetch_ahead;
     const int64_t wd = c.w_prefetch_steps;
     // With weight prefetches (std::true_type): the weights of the step wd steps on, a line per
@@ -140,10 +136,7 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r, int64_t po
     } else if (ahead) {
       fetching(std::false_type{});
     } else if constexpr (V::lanes == 8) {
-      // Two steps per iteration for the ymm blocks (2 threads, AVX2 cap, alternating builds:
-      // alexnet conv1 oc4ow24 1.18-1.22 -> 1.11 ms, mobilenet_v2 stem 0.162 -> 0.154, seed
-      // conv_s4 oc6ow16 0.390 -> 0.374-0.381); the zmm blocks measured 2-4% slower so (resnet50
-      // conv1 oc6ow64_avx512 0.80 -> 0.83).
+      // Two steps per iteration for the ymm blocks; the zmm blocks measured slower so.
 #pragma GCC unroll 2
       for (int64_t i = 0; i < steps; ++i) step<V, OC, NV>(acc, xp, step_x[i], wp, i * wts);
     } else {
@@ -175,12 +168,10 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r, int64_t po
     const Segment& g = b.seg[j][0];
     return b.nseg[j] == 1 && g.lo == 0 && g.hi == V::lanes;
   };
-  // Non-temporal only where this block writes the whole 64-byte line: a line left partly
-  // written (the third ymm of a 3-vector block shares its line with the next block's first)
-  // is flushed from its write-combining buffer as a partial write, and a line written partly
-  // streamed and partly through the cache is flushed too (one thread, AVX2 cap, oc4ow24,
-  // Sapphire Rapids-class Xeon: mobilenet_v2 stem 1.08 -> 0.33 ms in the tuner, vgg16 conv1_1
-  // 3.4 -> 2.5 in alternating runs).
+  // Non-temporal only where this block writes the whole 64-byte line: a line left partly written
+  // (the third ymm of a 3-vector block shares its line with the next block's first) is flushed from
+  // its write-combining buffer as a partial write, and a line written partly streamed and partly
+  // through the cache is flushed too; either costs more than streaming saves.
   auto whole_line = [&](int j, const float* out) {
     const uintptr_t a = reinterpret_cast<uintptr_t>(out);
     if constexpr (V::lanes * sizeof(float) == 64) {
@@ -202,10 +193,8 @@ inline void block_in_run(const BlockCommon& c, const Block& b, int r, int64_t po
           CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) if (k < b.kvalid)
               V::stream(out + k * c.y_k_stride, acc[k][j]);
         } else if (reinterpret_cast<uintptr_t>(out) % 64 == 0) {
-          // Both halves of each row's line back to back, so that one write-combining buffer
-          // is open at a time, not one per row (alternating runs, 2 threads, AVX2 cap:
-          // mobilenet_v2 pw16_96 oc6ow16 0.37-0.39 -> 0.29-0.30 ms, vgg16 conv1_1 oc3ow32
-          // 1.26-1.27 -> 1.16-1.25). whole_line: j + 1 < NV here.
+          // Both halves of each row's line back to back, so that one write-combining buffer is open
+          // at a time, not one per row. whole_line: j + 1 < NV here.
           const int next = j + 1 < NV ? j + 1 : j;
           CONVTUNE_UNROLL for (int k = 0; k < OC; ++k) if (k < b.kvalid) {
             V::stream(out + k * c.y_k_stride, acc[k][j]);

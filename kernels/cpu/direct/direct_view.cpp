@@ -101,7 +101,7 @@ Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned, 
     g.band_floats = static_cast<size_t>(p.groups * g.taps * g.band);
   }
   if (g.copy) {
-    // Channel planes start on cache lines (strided 1x1 planes of 7x7: 1.2-1.8x faster), an odd
+    // Channel planes start on cache lines (much faster for strided 1x1 planes of 7x7), an odd
     // number of lines apart so that consecutive channels spread over all L1 sets.
     g.plane_used = g.plane * cblock;
     g.plane = ceil_div(g.plane_used, 16) * 16;
@@ -197,9 +197,8 @@ void copy_view_rows(const ConvProblem& p, const Geometry& g, const float* x, flo
   if (g.cblock > 1) return copy_view_rows_nchw8c(p, g, x, v, c, lo, hi);
   // Each (channel, row phase, phase row) writes that row of every column phase.
   const int64_t sh = p.stride_h, sw = p.stride_w;
-  // Stride-2 and stride-4 columns: all column phases of a row in one pass, not one strided
-  // scalar pass per phase (one thread: resnet50 res3_3x3_s2's view 0.22 -> 0.15 ms; alexnet
-  // conv1's, stride 4, 0.26 -> 0.18 ms on AMD Zen 3).
+  // Stride-2 and stride-4 columns: all column phases of a row in one pass, not one strided scalar
+  // pass per phase.
   const bool one_pass = (sw == 2 || sw == 4) && g.Pw == sw && cpu_isa() != CpuIsa::scalar;
   for (int64_t hq = lo; hq < hi; ++hq)
     for (int64_t qh = 0; qh < g.Ph; ++qh) {

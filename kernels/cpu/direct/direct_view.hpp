@@ -80,20 +80,17 @@ Geometry make_geometry(const ConvProblem& p, int lanes, int band, bool aligned =
                        int cblock = 1);
 /// A 1x1 problem whose input plane is its output plane (stride 1, no padding).
 bool dense_1x1(const ConvProblem& p);
-/// Whether `aligned` changes the view of `p`: a 1x1, stride 1, unpadded problem whose planes
-/// (OH*OW floats) are not whole cache lines. Reading such planes in place or from an aligned
-/// copy is the tuner's choice: in place measured 10-40% faster on an AVX-512 Xeon (7x7 and
-/// 14x14 planes, both ISAs), the copy 4-35% faster on AMD Zen 3.
+/// Whether `aligned` changes the view of `p`: a 1x1, stride 1, unpadded problem whose planes (OH*OW
+/// floats) are not whole cache lines. Reading such planes in place or from an aligned copy is the
+/// tuner's choice: which is faster depends on the CPU.
 bool aligned_copy_optional(const ConvProblem& p, int lanes);
 /// Appends each config of `configs` with "_aligned" where aligned_copy_optional(p, lanes).
 void append_aligned_configs(const ConvProblem& p, int lanes, std::vector<std::string>* configs);
-/// How far ahead of a tap's input (in floats) the kernels prefetch: the next channel's, or for
-/// a stride-phase view of 512 floats a channel and more, with 16 channels or more per group,
-/// the one after it (alternating runs, AVX-512: resnet50 res3_3x3_s2 0.85-0.90 -> 0.77-0.79 ms,
-/// res4_3x3_s2 0.80-0.83 -> 0.77-0.78 ms; with 1 or 3 channels it measured 2-5% slower).
-/// 0 (no prefetch) for AVX2 blocks with 3 channels per group or fewer, whose prefetches mostly
-/// fall past the last channel: alternating runs under the AVX2 cap, seed conv_s3/conv_s4,
-/// alexnet conv1, resnet50 conv1 and mobilenet_v2 stem 3-7% faster (on AVX-512 mixed: kept).
+/// How far ahead of a tap's input (in floats) the kernels prefetch: the next channel's, or for a
+/// stride-phase view of 512 floats a channel and more, with 16 channels or more per group, the one
+/// after it (with 1 or 3 channels that measured slower). 0 (no prefetch) for AVX2 blocks with 3
+/// channels per group or fewer, whose prefetches mostly fall past the last channel (on AVX-512 the
+/// effect is mixed, so those blocks keep prefetching).
 inline int64_t prefetch_ahead(const ConvProblem& p, const Geometry& g) {
   if (p.Cg() <= 3 && g.lanes == 8) return 0;
   return g.plane * (g.Ph * g.Pw > 1 && g.plane >= 512 && p.Cg() >= 16 ? 2 : 1);

@@ -74,10 +74,8 @@ void phase_rows(const float* src, int64_t W, int64_t first, float* d0, int64_t d
     chunk(i, v);
     for (int r = 0; r < STEP; ++r) _mm256_storeu_ps(d0 + r * d_stride + t, v[r]);
   }
-  // The rest as one chunk ending at the row's end, overlapping the one before it (writing the
-  // same values again): no scalar tail on rows of 8*STEP floats or more (with the zero
-  // vectors above, alternating runs of the row function, AVX2, Zen 4: stride 2, 28 floats, as
-  // in resnet50 res4_3x3_s2, 18.9 -> 13.8 ns; 56 floats 21 -> 15; 224 floats 52 -> 34).
+  // The rest as one chunk ending at the row's end, overlapping the one before it (writing the same
+  // values again): no scalar tail on rows of 8*STEP floats or more.
   const int64_t last = W - kChunk;
   if (i < W && last >= head_end && (W - 1 - first) / STEP < n) {
     __m256 v[STEP];

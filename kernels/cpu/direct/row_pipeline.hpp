@@ -7,15 +7,10 @@
 // publishes how far it got; a task that reads rows past the thread's own (the rows of the R - 1
 // kernel rows below its last output row) waits for their owner's progress. A thread only waits
 // for threads after it, and each copies the first rows it owns before it runs its first task, so
-// every wait ends, usually at once. Against copying the whole view and waiting at a barrier
-// (copy_view), 2 threads, AVX2 cap, non-alternating runs of 3000 calls: mobilenet_v2 stem
-// cpu.direct oc4ow24 0.183-0.191 -> 0.164-0.175 ms (with the driver's block positions filled in
-// place); seed conv_s4, alexnet conv1, resnet50 conv1 and res3_3x3_s2 within 3%. The copy itself
-// stays: a 150 KB share of the stem's view takes 14 us on one thread even from L2, as long as a
-// memcpy of it (prefetching the input rows 1-8 view rows ahead changed nothing). In
-// cpu.direct_kvec, whose threads wait at a barrier for the shared packed weights anyway, it
-// measured no faster (2 threads, AVX2 cap: res3_3x3_s2 oc32 fastest calls 1.40-1.54 ms against
-// 1.42-1.47; stem and alexnet conv1 equal), so kvec keeps copy_view.
+// every wait ends, usually at once. It saves the barrier of copying the whole view first
+// (copy_view). The copy itself stays: it already runs as fast as a memcpy of the same rows
+// (prefetching the input rows ahead changed nothing). cpu.direct_kvec, whose threads wait at a
+// barrier for the shared packed weights anyway, gains nothing from it and keeps copy_view.
 //
 // Only for views of whole rows that no kernel reads past: rows mode over a copy (not flat, not
 // wide, no band blocks), vectors within their rows. The copy_view zeroing of plane tails and

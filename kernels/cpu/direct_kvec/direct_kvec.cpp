@@ -12,11 +12,10 @@
 // of one output row split evenly (rows), of the flattened plane (1x1), or of whole view rows
 // including the Wq - OW unused columns per row (wide, when that needs fewer blocks, e.g. 7x7).
 // "_nchw8c" configs copy the view in nChw8c order instead (oneDNN's blocked layout: a view plane
-// per 8 channels, each position's 8 channels consecutive): a block's positions x 8 channels of
-// one tap are then a few contiguous cache lines where the planar view spreads them over 8 planes
-// and stride phases (2 threads, resnet50 res3_3x3_s2: AVX2 cap `oc32` 1.44-1.52 -> 1.36-1.37
-// ms, the copy about as costly; AVX-512 likewise). Such a kernel sums blocks of 8 channels per
-// tap, over the planar view's packed weights (a block's 8 channels R*S steps apart).
+// per 8 channels, each position's 8 channels consecutive): a block's positions x 8 channels of one
+// tap are then a few contiguous cache lines where the planar view spreads them over 8 planes and
+// stride phases, for a copy about as costly. Such a kernel sums blocks of 8 channels per tap, over
+// the planar view's packed weights (a block's 8 channels R*S steps apart).
 // Weights are packed [g][K/g/(kb*lanes)][C/g][R*S][kb*lanes] (oneDNN's OIhw16o blocking, the last
 // block zero-filled): by a Plan once, or per call into the workspace (for one image, unless
 // output-channel blocks run innermost, each thread packs the blocks of its own tasks into its
@@ -167,11 +166,9 @@ Layout make_layout(const ConvProblem& p, const KvecConfig& c) {
   const int64_t T = p.R * p.S;
   l.chunk = c.zmm || c.whole ? p.Cg() : std::clamp<int64_t>(kChunkFloats / (T * l.kbl), 1, p.Cg());
   // nChw8c views sum whole blocks of 8 channels, in nested loops, in chunks of as near equal
-  // numbers of such blocks as whole blocks allow (256 channels: 88, 88, 80), whose weights fill
-  // at most a quarter of the L2: a kernel call of one block of 8 channels is too short for
-  // its partial sums' reload and store (2 threads, Zen 3, alternating processes: resnet50
-  // res4_3x3_s2 `oc32_nchw8c` 1.53-1.56 ms with 8 channels, 1.43-1.45 with 64 or 128, 1.46 with
-  // all 256; res3_3x3_s2 1.46-1.47 -> 1.39-1.40; oneDNN 1.42 and 1.41).
+  // numbers of such blocks as whole blocks allow (256 channels: 88, 88, 80), whose weights fill at
+  // most a quarter of the L2: a kernel call of one block of 8 channels is too short for its partial
+  // sums' reload and store.
   if (c.nchw8c && !c.zmm) {
     const int64_t most = std::max<int64_t>(1, l2_cache_bytes() / 4 / (4 * T * l.kbl) / 8);
     const int64_t blocks = p.Cg() / 8, n = ceil_div(blocks, most);
@@ -201,12 +198,11 @@ void pack_columns(const ConvProblem& p, const Layout& l, const float* w, int64_t
                  l.kbl);
 }
 
-// Packs output-channel block gkb = (grp, kb) of KCRS weights into dst (C/g*R*S*kbl floats),
-// every view's order: nChw8c kernels read a block of 8 channels' weights R*S steps apart
-// rather than packed in the order they use them ([C/g/8][R*S][8][kbl]), because that order
-// took a pack call per channel of R*S columns, 2x the time of one pass over whole rows, and
-// one-shot packing is most of the cost where weights dominate (2 threads, Zen 5, AVX-512,
-// resnet50 res5_3x3_s2 `oc32_avx512_nchw8c`: packing 0.27 of 0.79 ms).
+// Packs output-channel block gkb = (grp, kb) of KCRS weights into dst (C/g*R*S*kbl floats), every
+// view's order: nChw8c kernels read a block of 8 channels' weights R*S steps apart rather than
+// packed in the order they use them ([C/g/8][R*S][8][kbl]), because that order takes a pack call
+// per channel of R*S columns, much slower than one pass over whole rows, and one-shot packing is a
+// large share of the cost where weights dominate.
 void pack_block(const ConvProblem& p, const Layout& l, const float* w, int64_t gkb, float* dst) {
   pack_columns(p, l, w, gkb, 0, p.Cg() * p.R * p.S, dst);
 }
@@ -273,18 +269,16 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   const int64_t cpl = g.cblock;
   const float* wpk = packed ? static_cast<const float*>(a.packed_weights) : wbuf;
   const int threads = a.threads;
-  // One-shot, one image: each thread packs the weight blocks of its own tasks, each just before
-  // its first use, into its own slice of the packed-weights buffer (one block, which stays in
-  // its L2), instead of all threads packing every block first (a pass of the weights through
-  // memory and a barrier; alexnet conv3-5 one-shot took 1.14-1.18x their packed time).
+  // One-shot, one image: each thread packs the weight blocks of its own tasks, each just before its
+  // first use, into its own slice of the packed-weights buffer (one block, which stays in its L2),
+  // instead of all threads packing every block first (a pass of the weights through memory and a
+  // barrier).
   const int64_t block_floats = l.block_floats;
-  // Task order: output-channel blocks inner when a group's input view overflows half an L2 and
-  // is more than twice the group's packed weights, which fit in half an L2: each thread then
-  // reads its share of the input once, from L3 or memory, instead of once per output-channel
-  // block, while the weights stay in its L2 (alternating runs, 2 threads: resnet50
-  // res3_1x1a_first and res4_1x1a_first 8-12% faster, res3_3x3_s2 3% on AVX-512; where the
-  // input fits in L2, e.g. mobilenet_v2 pw384_96, or the weights are the bigger operand, as in
-  // res4/res5 and alexnet, this order was 10-45% slower).
+  // Task order: output-channel blocks inner when a group's input view overflows half an L2 and is
+  // more than twice the group's packed weights, which fit in half an L2: each thread then reads its
+  // share of the input once, from L3 or memory, instead of once per output-channel block, while the
+  // weights stay in its L2. Where the input fits in L2, or the weights are the bigger operand, this
+  // order is slower.
   const int64_t group_weight_bytes = 4 * l.nkb * block_floats, input_bytes = 4 * Cg / cpl * g.plane;
   const int64_t half_l2 = l2_cache_bytes() / 2;
   const bool channels_inner = group_weight_bytes <= half_l2 && input_bytes > half_l2 &&
@@ -297,24 +291,18 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   common.tap = tap;
   common.step_x = l.n_steps ? step_x : nullptr;
   common.x_channel_stride = g.plane;
-  // The next channel's input is prefetched only from views larger than a third of the L2; a
-  // smaller one stays in L2, where the prefetch per step is only an extra load (2 threads,
-  // alternating processes, view of 173-524 KB against a 2 MiB L2: alexnet conv4 `oc32_avx512`
-  // 0.80 -> 0.78 ms, resnet50 res5_3x3 `oc32` under the AVX2 cap 1.75 -> 1.69, res5_3x3_s2
-  // 1.84 -> 1.76; with the 0.9-1.7 MB views of res3/res4_3x3_s2 prefetching measured up to 17%
-  // faster).
+  // The next channel's input is prefetched only from views larger than a third of the L2; a smaller
+  // one stays in L2, where the prefetch per step is only an extra load.
   const bool big_view = 3 * 4 * p.C / cpl * g.plane > l2_cache_bytes();
   // nChw8c: the next block of 8 channels.
   common.prefetch_ahead = !big_view ? 0 : cpl > 1 ? g.plane : prefetch_ahead(p, g);
 
-  // A task is a run of adjacent position blocks whose sums share one tile, stored to NCHW at
-  // once: 8x8 transposes of whole vectors, not of each block's 4-6 positions, whose partial
-  // stores took 60% of a few-channel layer's time (mobilenet_v2 stem, kvec oc16, one thread).
-  // Planar AVX2 blocks sum over input channels in chunks whose weights (12 KiB) stay in L1 over
-  // the run, the partial sums waiting in the tile (nChw8c ones: see make_layout); with all channels
-  // at once each block streams its whole weight block from L2 (alternating runs, AVX2 cap, kvec
-  // oc16: resnet50 res4_3x3_s2 -10%, alexnet conv2 and conv5 -4%). AVX-512 blocks measured no
-  // better chunked (mixed, -3% to +5%), so they keep one chunk.
+  // A task is a run of adjacent position blocks whose sums share one tile, stored to NCHW at once:
+  // 8x8 transposes of whole vectors, not of each block's 4-6 positions, whose partial stores
+  // dominate a few-channel layer's time. Planar AVX2 blocks sum over input channels in chunks whose
+  // weights (12 KiB) stay in L1 over the run, the partial sums waiting in the tile (nChw8c ones:
+  // see make_layout); with all channels at once each block streams its whole weight block from L2.
+  // AVX-512 blocks measured no better chunked, so they keep one chunk.
   const int64_t tile_floats = kbl * bl.nw;
   const int64_t chunk = l.chunk;
   const int64_t run = std::clamp<int64_t>(
@@ -325,11 +313,9 @@ void kvec_forward(const ConvProblem& p, const std::string& config, const Forward
   const int64_t per_group = l.nkb * runs, tasks = p.groups * per_group;
   // One-shot AVX2 chunks, a task per output-channel block: each chunk's weights are packed just
   // before its blocks run, into a buffer that stays in L1, instead of the whole block into the
-  // thread's slice first, which on a 512 KiB L2 (Zen 3) left the block, the next block's
-  // prefetched KCRS rows and the input competing for L2 (2 threads, alternating calls, Zen 3:
-  // resnet50 res5_1x1a `oc32` 0.86-0.89 -> 0.75-0.80 ms, oneDNN 0.72-0.75). Where a block spans
-  // several tasks the chunks would be packed once per task: such layers keep whole blocks
-  // (res4/res5_1x1a_first measured equal either way).
+  // thread's slice first, which on a 512 KiB L2 (Zen 3) leaves the block, the next block's
+  // prefetched KCRS rows and the input competing for L2. Where a block spans several tasks the
+  // chunks would be packed once per task: such layers keep whole blocks.
   const bool pack_chunks =
       pack_own && runs == 1 && chunk < Cg && cpl == 1 && chunk * T * kbl <= kChunkFloats;
   // The threads' task ranges are bands of output positions when runs are outer or K/g is one
@@ -454,9 +440,8 @@ bool little_waste(const ConvProblem& p, const KvecConfig& c) {
   return 4 * (computed - p.Kg()) <= computed;
 }
 
-// nChw8c views are offered for strided problems only: stride-1 layers measured 3-25% slower
-// with them (2 threads, AVX2 cap: resnet50 res3_3x3 to res5_3x3, alexnet conv2-5), as their
-// planar view's positions are already consecutive.
+// nChw8c views are offered for strided problems only: stride-1 layers measured slower with them, as
+// their planar view's positions are already consecutive.
 bool nchw8c_applies(const ConvProblem& p) {
   return nchw8c_runs(p) && (p.stride_h > 1 || p.stride_w > 1);
 }
@@ -464,20 +449,8 @@ bool nchw8c_applies(const ConvProblem& p) {
 class DirectKvec final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.direct_kvec"; }
-  // 2: 1x1 planes that are not whole cache lines are read in place unless "_aligned".
-  // 3: one loop over the (channel, tap) steps; one-pass stride-2/4 view rows (same sums).
-  // 4: position-split tasks copy their own view rows (same sums).
-  // 5: a run of position blocks shares one tile, stored at once; AVX2 oc32 (same sums).
-  // 6: AVX2 "_whole" configs for kernels larger than 1x1 (same sums).
-  // 7: no next-channel prefetches from views within a third of the L2; one-shot blocks prefetch
-  // the weights packed next (same sums).
-  // 8: "_nchw8c" configs (the other configs' sums unchanged).
-  // 9: the step-table loop runs two steps per iteration (same sums).
-  // 10: one-shot AVX2 tasks of a whole block pack its weights chunk by chunk (same sums).
-  // 11: AVX2 "_nchw8c" chunks of up to a quarter of the L2; nChw8c packing without a scalar
-  // reorder (same sums).
-  // 12: "_nchw8c" weights packed in the planar order; their kernels prefetch the block packed
-  // next per (channel block, tap) step (same sums).
+  // Raised whenever the kernels change, so that winners stored against older code are measured
+  // again (the history of versions: docs/measurements.md).
   std::string version() const override { return "12"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }
@@ -513,10 +486,7 @@ class DirectKvec final : public Algorithm {
     for (const KvecConfig& c : all)
       if (little_waste(p, c)) out.push_back(c.name());
     // AVX2 blocks of a kernel larger than 1x1 whose reduction spans several chunks also come
-    // summing all channels at once: which is faster varies by layer (2 threads, Zen 4 under the
-    // AVX2 cap, tuner medians of 3 runs: resnet50 res4_3x3_s2 oc16 1.32-1.35 -> 1.27-1.30 ms,
-    // res3_3x3_s2 equal; alternating runs: alexnet conv5 oc16 0.90 -> 0.87, res5_3x3_s2 oc32
-    // 1.61 -> 1.78 and alexnet conv1 oc16 1.14 -> 1.18 slower).
+    // summing all channels at once: which is faster varies by layer.
     if (!z && p.R * p.S > 1)
       for (const KvecConfig& c : all) {
         KvecConfig w = c;

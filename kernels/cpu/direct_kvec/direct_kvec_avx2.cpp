@@ -35,19 +35,13 @@ KvecFn avx2_kvec(int kb, int nw, KvecWalk walk) {
 void kvec_pack_avx2(const float* src, int64_t src_stride, int rows, int64_t cols, int kbl,
                     float* dst, int64_t dst_stride) {
   // Sixteen columns (a source line) at a time, all kbl rows: the sixteen destination rows are
-  // written whole while they are in L1, and each source line is consumed at once (rows a
-  // multiple of 4 KiB apart share their L1 sets, so a line left for the next eight columns was
-  // often evicted by then). Full blocks skip the per-row zero fill (with the chunked packing of
-  // direct_kvec.cpp, 2 threads, Zen 3: resnet50 res5_1x1a `oc32` 2-4% faster). Rows r0 + i and
-  // r0 + i + 4 are loaded into the two 128-bit lanes, so the 4x4 transposes within the lanes
-  // take 16 shuffles where transpose8x8_avx takes 24. Together with the kernels' prefetching of
-  // the block packed next (2 threads, one-shot, oc32_avx512: resnet50 res5_1x1b 0.49-0.51 ->
-  // 0.45-0.46 ms, res4_1x1a 0.38 -> 0.37, alexnet conv5 0.53-0.54 -> 0.52; AVX2 cap, oc32:
-  // 0.63-0.65 -> 0.59-0.60, 0.58-0.61 -> 0.55-0.56, 0.88-0.90 -> 0.87).
-  // The last cols % 8 columns (of a reduction chunk's C*R*S, e.g. 10 channels of a 3x3 kernel)
-  // take masked loads and partial stores instead of scalar copies (2 threads, Zen 3, when
-  // nChw8c weights were packed per channel of 9 columns: resnet50 res4_3x3_s2 `oc32_nchw8c`
-  // one-shot, packing 6% -> 3% of the time).
+  // written whole while they are in L1, and each source line is consumed at once (rows a multiple
+  // of 4 KiB apart share their L1 sets, so a line left for the next eight columns is often evicted
+  // by then). Full blocks skip the per-row zero fill. Rows r0 + i and r0 + i + 4 are loaded into
+  // the two 128-bit lanes, so the 4x4 transposes within the lanes take 16 shuffles where
+  // transpose8x8_avx takes 24.
+  // The last cols % 8 columns (of a reduction chunk's C*R*S, e.g. 10 channels of a 3x3 kernel) take
+  // masked loads and partial stores instead of scalar copies.
   const int64_t full = cols / 8 * 8;
   const int tail = static_cast<int>(cols - full);
   const __m128 z = _mm_setzero_ps();

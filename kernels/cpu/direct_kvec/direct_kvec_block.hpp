@@ -95,9 +95,7 @@ void kvec_block(const KvecCommon& c, const KvecBlock& b) {
     }
   } else if (const int64_t* step_x = c.step_x) {
     // One loop over all (channel, tap) steps, as cpu.direct's (direct_block.hpp), two steps per
-    // iteration (2 threads, alternating builds: alexnet conv1 oc48_avx512 0.763 -> 0.680 ms, oc32
-    // under the AVX2 cap 1.136 -> 1.089, seed conv_s4 oc32 0.410 -> 0.384; the strided 3x3
-    // layers within the noise).
+    // iteration.
     const int64_t steps = channels * c.taps;
 #pragma GCC unroll 2
     for (int64_t i = 0; i < steps; ++i, w += KB * L) {

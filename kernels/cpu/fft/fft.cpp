@@ -33,10 +33,8 @@
 //    elementwise (summed over phases), each thread works in its own slot.
 //  - Outputs whose receptive field holds no input pixel are written as the bias alone, so the
 //    transforms' rounding never lands on an output whose reference is exactly the bias.
-// The frequency-domain product is our own kernel, not BLIS cgemm: measured on this project's
-// Zen 5 machine (1 thread, same sizes, BLIS on interleaved complex) it runs 72-116 GFLOP/s
-// (AVX2) and 150-220 (AVX-512) against BLIS cgemm's 17-29; e.g. F=144, K=C'=64, 36 tiles:
-// AVX2 1.6 ms, AVX-512 0.9 ms, BLIS 7.1 ms.
+// The frequency-domain product is our own kernel, not BLIS cgemm, which on interleaved complex data
+// of these sizes is several times slower.
 //
 // Layouts. Lanes L = 8 or 16; one element = 2L floats (L real parts, then L imaginary parts);
 // frequency (u, v) is f = v*t + u, F = t*(t/2+1); Kb = ceil(K/g / L). X block [jv][f][c'],

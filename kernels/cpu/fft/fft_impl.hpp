@@ -733,8 +733,8 @@ struct Impl {
           return true;
         };
         // Input transforms, item = (c', column vector). Static schedules throughout: every call
-        // gives each thread the same items, so the data a thread writes stays in its cache for
-        // its next call (a dynamic schedule measured up to 2x slower with 2 threads).
+        // gives each thread the same items, so the data a thread writes stays in its cache for its
+        // next call (a dynamic schedule measured much slower).
         auto input_item = [&](int64_t cp, int64_t jv) {
           const int64_t c = grp * Cg + cp / g.P;
           int64_t a, b;

@@ -7,8 +7,7 @@
 // thread its own block of output positions (columns; its im2col, bias fill and GEMM run back to
 // back on data in its own caches) or of output channels (rows of the weights), each a
 // single-threaded BLIS sgemm. "oc6ow49_avx512" (AVX-512 CPUs, 49 output positions) runs its own
-// im2col and GEMM instead (oc6ow49.hpp): 0.52 ms on resnet50 res5_3x3_s2 (2 threads, Zen 5) where
-// BLIS's best config took 1.0 ms.
+// im2col and GEMM instead (oc6ow49.hpp), faster there than BLIS's best config.
 // Cost: N*K*C/g*R*S*OH*OW FMAs in the GEMM plus N*C*R*S*OH*OW copies for im2col.
 // Workspace: C/g*R*S*OH*OW*4 bytes (0 for the 1x1 case); "oc6ow49_avx512": see oc6ow49.hpp.
 #include <blis.h>
@@ -61,7 +60,8 @@ class Im2colGemm final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.im2col_gemm"; }
   // BLIS does the work: another BLIS, or another of its kernel sets, is another implementation.
-  // 2: BLIS runs the kernels of convtune's ISA (blis_arch.cpp); "oc6ow49_avx512".
+  // Raised whenever the kernels change, so that winners stored against older code are measured
+  // again (the history of versions: docs/measurements.md).
   std::string version() const override { return "2+blis." + blis_kernels(); }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::exact_order; }

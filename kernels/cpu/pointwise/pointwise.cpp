@@ -8,9 +8,8 @@
 // Why: the weights of a 1x1 layer are a K x C matrix already laid out along the reduction, so
 // nothing of the (often larger) weights is packed per call, only the input; where the weights
 // outweigh the image (resnet50 res5, 2048 -> 512 at 7x7: 4 MB of weights, 0.4 MB of input), the
-// kernels that vectorise over output channels (cpu.direct_kvec) spend a sixth of a one-shot call
-// packing weights (2 threads, real Zen 3, best tuner medians of 4 runs: the best other own kernel
-// 0.742 ms one-shot, oneDNN's plain NCHW gemm 0.702, this kernel's k3p4_c512 0.647).
+// kernels that vectorise over output channels (cpu.direct_kvec) spend a large share of a one-shot
+// call packing weights.
 // Loop order (Goto and van de Geijn's GEMM blocking for an inner-product kernel): for each range
 // of positions whose packed chunk fits L2 (256 KiB), each chunk, each of the thread's blocks of kb
 // output channels (its kb weight rows of the chunk stay in L1), each block of pb positions, the
@@ -49,10 +48,10 @@ struct Config {
 };
 
 // 2 x 6 tiles (as many FMAs per step, half again as many input loads from L2 per FMA) measured
-// 5-10% slower than 3 x 4 on every 1x1 layer of resnet50 and mobilenet_v2 (real Zen 3, 2
-// threads, best tuner medians of 4 runs), so they are not offered. Chunks of 512 beat 256 on
-// every layer with more than 256 channels there; 256 stays the tuner's choice, as it halves the
-// weight rows a block keeps in L1 and doubles the positions per range.
+// slower than 3 x 4 on every 1x1 layer of resnet50 and mobilenet_v2, so they are not offered.
+// Chunks of 512 measured faster than 256 on every layer with more than 256 channels; 256 stays the
+// tuner's choice, as it halves the weight rows a block keeps in L1 and doubles the positions per
+// range.
 const Config kConfigs[] = {{3, 4, 512}, {3, 4, 256}};
 
 // Throws conv::Error naming "config" for anything but the names of kConfigs.

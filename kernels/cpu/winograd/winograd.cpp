@@ -10,12 +10,12 @@
 // transforms: O(alpha^2 (C + K) / m^2) per output pixel, and O(alpha^2 K C/g) for the weights (once
 // per Plan with packed weights). Workspace: U + V + M (see winograd_avx2.cpp) from the first
 // 64-byte boundary, plus 64 bytes for that alignment: the GEMM jobs of a shared pass write whole
-// cache lines of M, which a misaligned workspace would make two threads share (alexnet conv2, m4, 2
-// threads: 1.12 ms aligned, 1.7-1.9 ms from a 16-byte aligned malloc). It always includes U, which
-// forward() only uses when no packed weights are given: workspace_bytes() does not know which path
-// a caller takes. Dilated stride-1 problems whose H, W and pads are multiples of the dilation run
-// as the batch of their dilation phases (space_to_batch.hpp), with the input and output as phases
-// in the workspace (+ round64(x bytes) + round64(y bytes)) and one extra pass over each.
+// cache lines of M, which a misaligned workspace would make two threads share. It always includes
+// U, which forward() only uses when no packed weights are given: workspace_bytes() does not know
+// which path a caller takes. Dilated stride-1 problems whose H, W and pads are multiples of the
+// dilation run as the batch of their dilation phases (space_to_batch.hpp), with the input and
+// output as phases in the workspace (+ round64(x bytes) + round64(y bytes)) and one extra pass over
+// each.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -102,13 +102,10 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
     return T * n <= g.chunk &&
            T * P * odd_lines(g.Cg * ((n + kVec - 1) / kVec * kVec)) <= g.v_group;
   };
-  // Whole 6-tile GEMM blocks and 8-tile transform vectors where there is room for them. Fewer
-  // than 24 tiles go up to whole transform vectors where the pass still fits the whole L2 and
-  // is not a thread's entire share (which would end the shared pass's fused one-shot weight
-  // transform): a pass of 18 tiles transforms 24, and every pass reads all of U (2 threads,
-  // alternating runs: vgg16 conv3_2 m4 with 24 tiles a pass instead of 18, AVX-512 6.8-7.1 ->
-  // 6.2-6.4 ms, one thread 10.8-11.2 -> 10.0-10.3; AVX2 cap 8.1-8.3 -> 7.8; conv2_2 m6 6.1-6.2 ->
-  // 5.4-5.7; conv3_1 m6 16 instead of 12 tiles, 4.1-4.2 -> 3.8-4.0).
+  // Whole 6-tile GEMM blocks and 8-tile transform vectors where there is room for them. Fewer than
+  // 24 tiles go up to whole transform vectors where the pass still fits the whole L2 and is not a
+  // thread's entire share (which would end the shared pass's fused one-shot weight transform): a
+  // pass of 18 tiles transforms 24, and every pass reads all of U.
   if (sub >= 24) {
     sub = sub / 24 * 24;
   } else if (sub >= 12) {
@@ -131,15 +128,10 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
   s.passes = (g.tiles + sub - 1) / sub;
   s.longer = s.passes;
   if (T > 1 && sub >= 4 * kPassStep) {
-    // As many passes per thread, of whole 4-tile steps. 196 tiles in passes of 24 leave one
-    // thread a ninth pass of 4 tiles, which costs half a pass (it streams all of U) while the
-    // other thread waits; 8 passes (one of 28, seven of 24) read U once fewer and end together.
-    // A pass may grow by a sixth for that, even a little past the L2 (2 threads, one-shot,
-    // alternating builds, AVX-512: vgg16 conv3_2 m4 5.76-5.86 -> 5.18-5.35 ms, resnet50
-    // res2_3x3 m4 0.535-0.547 -> 0.462-0.468, m6 0.526-0.530 -> 0.493-0.505, dilated 3x3_d2 m4
-    // 0.68-0.71 -> 0.615-0.623; AVX2 cap: conv3_1 3.56-3.65 -> 3.39-3.53; vgg16 conv1_2 m6,
-    // conv2_x and the batch-8 layer within the noise; 10 passes of 20 instead of 8 on conv3_2
-    // gained nothing).
+    // As many passes per thread, of whole 4-tile steps. 196 tiles in passes of 24 leave one thread
+    // a ninth pass of 4 tiles, which costs half a pass (it streams all of U) while the other thread
+    // waits; 8 passes (one of 28, seven of 24) read U once fewer and end together. A pass may grow
+    // by a sixth for that, even a little past the L2.
     const int64_t steps = (g.tiles + kPassStep - 1) / kPassStep, per = sub / kPassStep;
     int64_t passes = (steps + per - 1) / per;
     const int64_t down = passes / T * T;
@@ -160,12 +152,9 @@ Schedule make_schedule(const Geometry& g, int threads, bool avx512) {
 
 int64_t fused_jobs_merged(const Geometry& g, const Schedule& s, int threads) {
   // Fused jobs each read all of V. Where V is the bigger operand and it and a job's U slice
-  // overflow an L2, V comes from the last-level cache every time, so fewer, larger jobs (whose
-  // U slices spill from L2 instead) read it fewer times (2 threads, alternating runs; AVX-512:
-  // vgg16 conv4_1 m4 3.41-3.63 -> 3.25-3.26 ms, conv4_2 6.5-6.8 -> 6.1-6.3; AVX2 cap: conv4_1
-  // 4.8-5.1 -> 4.3-4.5, conv4_2 9.5-9.9 -> 8.9-9.1). With V the smaller operand (vgg16 conv5_1
-  // m4) or both in L2 (resnet50 res3_3x3 m4 under the AVX2 cap) larger jobs measured 2-5%
-  // slower.
+  // overflow an L2, V comes from the last-level cache every time, so fewer, larger jobs (whose U
+  // slices spill from L2 instead) read it fewer times. With V the smaller operand or both in L2,
+  // larger jobs measured slower.
   constexpr int64_t kMergedChannels = 64;
   const int64_t jc = job_channels(s), kjobs = (g.Kp + jc - 1) / jc;
   const int64_t job_u = job_u_floats(g, s), T = std::max(1, threads);
@@ -177,13 +166,11 @@ int64_t fused_jobs_merged(const Geometry& g, const Schedule& s, int threads) {
 }
 
 int64_t fused_channels(const Geometry& g, const Schedule& s, int64_t merge) {
-  // A job's U slice and V overflowing an L2 (a job's U is P/r^2 times its weights): the slice
-  // went to the last-level cache as the transform wrote it and came back for the GEMMs. Steps of
-  // half an L2 keep a step's slice and V rows in L2 (2 threads, alternating runs, AVX-512:
-  // vgg16 conv5_1 m4 one-shot 2.77-2.86 -> 2.32-2.38 ms in 4 steps, alexnet conv3 1.11 ->
-  // 0.79-0.80 in 3). Not where the jobs are merged for a large V, which the GEMMs stream from
-  // the last-level cache anyway (vgg16 conv4_1: 3.10-3.15 -> 3.17-3.30 ms in 6 steps), nor
-  // where the two fit (alexnet conv5: 0.45-0.49 -> 0.48-0.51 in 2).
+  // A job's U slice and V overflowing an L2 (a job's U is P/r^2 times its weights): the slice would
+  // go to the last-level cache as the transform writes it and come back for the GEMMs. Steps of
+  // half an L2 keep a step's slice and V rows in L2. Not where the jobs are merged for a large V,
+  // which the GEMMs stream from the last-level cache anyway, nor where the two fit: there steps
+  // measured slower.
   const int64_t bytes = 4 * (job_u_floats(g, s) + g.v_group);
   if (merge > 1 || bytes <= kL2WorkingBytes) return g.Cg;
   const int64_t steps = (2 * bytes + kL2WorkingBytes - 1) / kL2WorkingBytes;
@@ -197,15 +184,8 @@ namespace {
 class Winograd final : public Algorithm {
  public:
   std::string_view id() const override { return "cpu.winograd"; }
-  // 3: fused one-shot jobs of 64 channels where V overflows an L2; the AVX2 GEMM prefetches U
-  // (same sums).
-  // 4: per-thread passes of fewer than 24 tiles are whole 8-tile transform vectors where the L2
-  // holds them; the GEMMs prefetch U further ahead (same sums).
-  // 5: several threads run as many per-thread passes each, of whole 4-tile steps; groups whose
-  // tiles make one pass run side by side (same sums).
-  // 6: fused one-shot jobs in steps of input channels where a job's U slice and V overflow an
-  // L2; the weight transform's last tap assembled in registers; the GEMMs prefetch V (same sums).
-  // 7: per-thread passes in a static order (the same sums).
+  // Raised whenever the kernels change, so that winners stored against older code are measured
+  // again (the history of versions: docs/measurements.md).
   std::string version() const override { return "7"; }
   Device::Kind device() const override { return Device::Kind::cpu; }
   NumericClass numeric_class() const override { return NumericClass::transform_based; }

@@ -27,10 +27,8 @@
 // Workspace = 4 * (U + V + M) bytes for a pass of g.chunk tiles (U unused with packed weights);
 // g.chunk keeps V + M near 12 MiB (make_geometry, winograd.cpp). Where every group's tiles make
 // one pass and all groups' V and M fit that budget, they lie side by side (g.pass_groups of
-// each) and every phase of a shared pass runs over all groups at once: a third of the barriers,
-// and 2 x 4 GEMM jobs for two threads instead of 4 per group (alexnet conv5 m4 one-shot, 2
-// threads, alternating builds: AVX-512 0.52-0.58 -> 0.48-0.51 ms, conv4 0.82-0.85 -> 0.72-0.76,
-// conv2 (5x5) 0.93-0.95 -> 0.84-0.88; AVX2 cap 3-5% faster; one thread unchanged).
+// each) and every phase of a shared pass runs over all groups at once: a third of the barriers, and
+// 2 x 4 GEMM jobs for two threads instead of 4 per group.
 //
 // One-shot (no packed weights), step 1 costs writing U, P/r^2 times the weights (4x for F(4,3)),
 // which bounds it by store bandwidth rather than arithmetic. When the tiles make one shared pass
@@ -286,16 +284,10 @@ void input_tiles(const ConvProblem& p, const Geometry& g, const float* xg, int64
 
 // --- GEMM -------------------------------------------------------------------------------------
 
-// out[j][0 .. 8*MV) = sum_c u[c][0 .. 8*MV) * v[c][j] for the NR tiles j: an (8*MV) x NR block of
-// M held in registers for the whole reduction over c. FETCH: the first block of a panel, which
-// streams U from the last-level cache, prefetches it 128 rows (8 KiB) ahead, past the panel's
-// end into the next job's, which follows it in U (2 threads, AVX2 cap, alternating runs: vgg16
-// conv3_1 m4 4.83-4.93 -> 4.55-4.89 ms with 8 rows, 4.36-4.52 -> 4.11-4.40 from 8 to 32; conv3_2
-// 9.8-10.3 -> 9.2-9.4, then 9.4-9.8 -> 8.9-9.0; a later session, from 32 to 64 then 128 rows:
-// conv3_2 7.84-8.79 -> 7.52-7.78 -> 7.16-7.41, conv3_1 3.99-4.07 -> 3.75-4.09 -> 3.67-3.76,
-// conv2_2 m6 6.5-6.8 -> 6.2-6.4; 256 no better; one thread and 13x13 to 28x28 layers within
-// the noise), and V's rows 24 ahead (2 threads, one-shot: alexnet conv3 m4 1.02 -> 0.99 ms,
-// conv5 0.60 -> 0.57, resnet50 res2_3x3 0.58 -> 0.55).
+// out[j][0 .. 8*MV) = sum_c u[c][0 .. 8*MV) * v[c][j] for the NR tiles j: an (8*MV) x NR block of M
+// held in registers for the whole reduction over c. FETCH: the first block of a panel, which
+// streams U from the last-level cache, prefetches it 128 rows (8 KiB) ahead, past the panel's end
+// into the next job's, which follows it in U, and V's rows 24 ahead.
 template <int NR, int MV, bool FETCH = false>
 inline void gemm_block(int64_t C, const float* __restrict u, const float* __restrict v, int64_t ldv,
                        float* __restrict out, int64_t ldo, bool accumulate) {
@@ -338,9 +330,7 @@ void gemm_panel(int64_t C, const float* u, const float* v, int64_t ldv, float* o
   }
   for (; t + NR <= nt && nt - t != NR + 1; t += NR)
     gemm_block<NR, MV>(C, u, v + t, ldv, out + t * ldo, ldo, acc);
-  // 7 left as 4 + 3 rather than 6 + 1, whose 2 FMA chains (MV = 2) wait on the FMA latency
-  // (49-tile passes, 2 threads, one-shot, AVX2 cap: vgg16 conv4_1 m4 4.34 -> 4.24 ms, conv4_2
-  // 8.76 -> 8.60, alexnet conv5 m2 0.796 -> 0.778).
+  // 7 left as 4 + 3 rather than 6 + 1, whose 2 FMA chains (MV = 2) wait on the FMA latency.
   if (nt - t == NR + 1) {
     gemm_block<4, MV>(C, u, v + t, ldv, out + t * ldo, ldo, acc);
     t += 4;
@@ -523,12 +513,9 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
         float* my_v = v + me * P * s.sub_v_pstride;
         float* my_m = mbuf + me * s.sub * P * g.m_kstride;
         // Each thread the same contiguous run of passes in every call (make_schedule gives each
-        // thread as many), so that every output line is written by the same core call after
-        // call. With dynamic passes a line written by one core in one call was written by the
-        // other in the next, and on hosts where the two vCPUs do not share a cache every pass
-        // paid for it (real Zen 3, vgg16 conv2_1 m6, timed inside the kernel: a pass 0.375 ms on
-        // one thread, 0.43 ms on each of two, 0.38 with a private output per thread;
-        // `bench_scaling` vgg16 in such an hour 1.77x -> 1.85x, in a quiet one 1.93x and 1.91x).
+        // thread as many), so that every output line is written by the same core call after call.
+        // With dynamic passes a line written by one core in one call is written by the other in the
+        // next, and on hosts where the two vCPUs do not share a cache every pass pays for it.
 #pragma omp for schedule(static)
         for (int64_t pass = 0; pass < s.passes; ++pass) {
           int64_t first = 0, nt = 0;
@@ -567,9 +554,8 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
           for (int64_t gi = 0; gi < gn; ++gi)
             for (int64_t mj = 0; mj < merged; ++mj) {
               const int64_t kj0 = mj * merge, kj1 = std::min(kjobs, kj0 + merge);
-              // Straight into the slice: it stays in L2, so the P interleaved rows cost less
-              // than weight_run's copy out of L1 (alexnet conv5 m4 one-shot, 2 threads:
-              // AVX-512 0.74-0.77 -> 0.61-0.62 ms, AVX2 cap 0.78 -> 0.65 ms).
+              // Straight into the slice: it stays in L2, so the P interleaved rows cost less than
+              // weight_run's copy out of L1.
               for (int64_t c0 = 0; c0 < g.Cg; c0 += fused_c) {
                 const int64_t cn = std::min(fused_c, g.Cg - c0), cu = P * odd_lines(jc * cn);
                 for (int64_t kb = kj0 * per_job; kb < std::min(kblocks, kj1 * per_job); ++kb) {
@@ -588,11 +574,8 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
                              v + gi * g.v_group + c0 * g.chunk_pad, g.chunk_pad, g.v_pstride,
                              mbuf + gi * g.m_group, nt, pt, kj, c0 > 0);
               }
-              // The job has every point of its channels: their inverse transform follows while
-              // its M is in L2, with no barrier for the other jobs (2 threads, alternating
-              // builds: alexnet conv2 m4 0.82-0.85 -> 0.77-0.79 ms, conv3 0.87-0.88 -> 0.85,
-              // conv5 0.475 -> 0.483; AVX2 cap: conv2 0.99-1.00 -> 0.92-0.93, conv3 1.00-1.01 ->
-              // 0.95-0.98, vgg16 conv5_1 2.97-3.11 -> 2.92).
+              // The job has every point of its channels: their inverse transform follows while its
+              // M is in L2, with no barrier for the other jobs.
               output_tiles<M, R>(p, g, mbuf + gi * g.m_group, first, 0, nt, bias_g(grp0 + gi),
                                  yg(grp0 + gi), kj0 * jc, kj1 * jc);
             }

@@ -2,8 +2,7 @@
 // transforms stay in winograd_avx2.cpp): the same U, V and M layouts as the AVX2 kernel, with a
 // 32 (output channels: two zmm vectors, taken from two consecutive 16-channel blocks of U) x 12
 // (tiles, broadcast from V) register block in 24 zmm accumulators, the BLIS/oneDNN-style
-// microkernel shape that measured fastest here (about 2x the AVX2 6x16 block per core). Cost:
-// 2 * Kp * C/g * tiles flops per point.
+// microkernel shape that measured fastest. Cost: 2 * Kp * C/g * tiles flops per point.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -32,14 +31,11 @@ struct Arith<__m512> {
 namespace {
 
 // out[j][0 .. 16*(NV-1) + LAST) = sum_c U[c][..] * v[c][j] for NR tiles j. Vector 0 reads the
-// 16-wide block at u0, vector 1 (NV = 2) the block at u1, which is 16 wide, or 8 wide when
-// LAST = 8 (an odd K/g tail), masked. FETCH: the first block of a panel, which streams U from
-// memory, prefetches it 24 rows ahead (the hardware prefetcher starts too late for two streams
-// this short; 8 rows ahead were too few for two threads streaming U at once: vgg16 conv3_2 m4,
-// 2 threads, alternating runs, 5.87-6.12 -> 5.47-5.75 ms, conv3_1 3.09-3.26 -> 3.02-3.14, one
-// thread and the fused passes of alexnet conv3-5 and vgg16 conv4_1 within the noise), and V's
-// rows 24 ahead, which the other thread may have transformed (2 threads, one-shot: alexnet conv3
-// m4 0.84 -> 0.78 ms, conv5 0.49 -> 0.44, vgg16 conv5_1 2.19-2.26 -> 2.06).
+// 16-wide block at u0, vector 1 (NV = 2) the block at u1, which is 16 wide, or 8 wide when LAST = 8
+// (an odd K/g tail), masked. FETCH: the first block of a panel, which streams U from memory,
+// prefetches it 24 rows ahead (the hardware prefetcher starts too late for two streams this short,
+// and 8 rows ahead are too few for two threads streaming U at once), and V's rows 24 ahead, which
+// the other thread may have transformed.
 template <int NR, int NV, int LAST, bool FETCH = false>
 inline void block(int64_t C, const float* __restrict u0, const float* __restrict u1,
                   const float* __restrict v, int64_t ldv, float* __restrict out, int64_t ldo,
@@ -94,10 +90,8 @@ inline void block(int64_t C, const float* __restrict u0, const float* __restrict
 template <int NV, int LAST>
 void panel(int64_t C, const float* u0, const float* u1, const float* v, int64_t ldv, float* out,
            int64_t ldo, int64_t nt, bool acc) {
-  // Blocks of 12 tiles, the last of 13 rather than one of 12 and one of 1, whose 2 FMA chains
-  // wait on the FMA latency (26 accumulators still fit the 32 registers; 49-tile passes, 2
-  // threads, one-shot: vgg16 conv4_1 m4 3.15 -> 3.10 ms, conv4_2 5.56 -> 5.30, alexnet conv5 m2
-  // 0.578 -> 0.563).
+  // Blocks of 12 tiles, the last of 13 rather than one of 12 and one of 1, whose 2 FMA chains wait
+  // on the FMA latency (26 accumulators still fit the 32 registers).
   int64_t t = 0;
   for (; t + 12 <= nt; t += nt - t == 13 ? 13 : 12) {
     float* o = out + t * ldo;

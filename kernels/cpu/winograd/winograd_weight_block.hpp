@@ -33,9 +33,8 @@ inline void load_filter_taps(const Geometry& g, const float* wg, int64_t k0, int
     }
     transpose8x8_avx(taps + 8 * v);
   }
-  // The last tap's lanes are assembled in registers: a vector load of 8 scalar stores waited
-  // for store forwarding, which took over half of the weight transform's time (vgg16 conv5_1
-  // m4 one-shot, one thread: 4.52 -> 3.71 ms).
+  // The last tap's lanes are assembled in registers: a vector load of 8 scalar stores waits for
+  // store forwarding, which would dominate the weight transform's time.
   float last[8];
   for (int q = 0; q < 8; ++q) {
     const int64_t k = k0 + q;
