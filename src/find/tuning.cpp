@@ -18,7 +18,6 @@
 
 namespace conv {
 
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -28,6 +28,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -867,4 +868,21 @@ TEST_CASE("elf_soname reads a library's soname, and malformed files give a reaso
   std::filesystem::remove(path);
   CHECK(conv::elf_soname(path, why).empty());
   CHECK(why == "cannot be read");
+}
+
+TEST_CASE("without the NVIDIA driver the CUDA plugin is not loaded, and CUDA errors say why") {
+  std::set<std::string> ids;
+  for (const conv::Algorithm* a : conv::registry()) ids.emplace(a->id());
+  CHECK(ids.size() == conv::registry().size());  // one row per id, plugin rows included
+  // (Catch2 v2 has no SKIP: on a machine with the driver the check above is all there is.)
+  if (std::getenv("CONVTUNE_CUDA_PLUGIN") || dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) return;
+  // Only CPU rows: the plugin (when this build has one) would only have said "no device".
+  for (const conv::Algorithm* a : conv::registry()) CHECK(a->device() == conv::Device::Kind::cpu);
+  try {
+    conv::Device::cuda(0).fingerprint();
+    FAIL("cuda:0 without a driver must throw");
+  } catch (const conv::Error& e) {
+    CHECK_THAT(e.what(), Catch::StartsWith("device: cuda:0: no CUDA backend ("));
+    CHECK_THAT(e.what(), Catch::Contains("no NVIDIA driver") || Catch::Contains("not found"));
+  }
 }
