@@ -478,42 +478,47 @@ TEST_CASE("winograd: the weight transform (AVX-512: 16 filters per zmm) is G w G
                            "g2mb1ic6ih9iw9oc58kh5kw5ph2pw2", "g2mb1ic6ih9iw9oc42kh5kw5ph2pw2"}) {
     const auto p = conv::parse_descriptor(desc);
     convtest::ReferenceCase ref(p, 8);
-    for (const std::string& config : winograd().configs(p)) {
-      const auto g = wg::make_geometry(p, wg::parse_config(config));
-      const int A = g.alpha, R = g.r;
-      std::vector<float> u(static_cast<size_t>(g.u_floats), -1.0f);
-      wg::transform_weights_avx2(p, g, ref.w(), u.data(), 2);
-      // The float64 1D transform of this (m, r).
-      const auto g1d = [&](const double* in, double* out) {
-        wg::dispatch_mr(g.m, R, [&](auto m, auto r) { wg::weight_mr<m(), r()>(in, out); });
-      };
-      int checked = 0;
-      for (int64_t grp = 0; grp < p.groups; ++grp)
-        for (int64_t k = 0; k < g.Kp; ++k)
-          for (int64_t c = 0; c < g.Cg; ++c) {
-            double t[8][5], col[5], o[8];
-            for (int s = 0; s < R; ++s) {
-              for (int r = 0; r < R; ++r)
-                col[r] = k < g.Kg ? ref.w()[(((grp * g.Kg + k) * g.Cg + c) * R + r) * R + s] : 0.0;
-              g1d(col, o);
-              for (int i = 0; i < A; ++i) t[i][s] = o[i];
-            }
-            const int64_t kb = k / wg::kBlockK, kw = std::min(wg::kBlockK, g.Kp - kb * wg::kBlockK);
-            for (int i = 0; i < A; ++i) {
-              g1d(t[i], o);
-              for (int j = 0; j < A; ++j) {
-                const float got =
-                    u[static_cast<size_t>(grp * g.points * g.u_pstride + (i * A + j) * g.u_pstride +
-                                          kb * wg::kBlockK * g.Cg + c * kw + k % wg::kBlockK)];
-                INFO(desc << " " << config << " group " << grp << " k " << k << " c " << c
-                          << " point " << i * A + j);
-                REQUIRE(std::fabs(got - o[j]) <= 1e-6 * (1 + std::fabs(o[j])));
-                ++checked;
+    // Both weight paths where the CPU has AVX-512: ymm (8 filters) and zmm (16 filters).
+    for (const bool zmm : {false, true})
+      for (const std::string& config : winograd().configs(p)) {
+        if (zmm && conv::cpu_isa() != conv::CpuIsa::avx512) continue;
+        const auto g = wg::make_geometry(p, wg::parse_config(config));
+        const int A = g.alpha, R = g.r;
+        std::vector<float> u(static_cast<size_t>(g.u_floats), -1.0f);
+        wg::transform_weights_avx2(p, g, ref.w(), u.data(), 2, zmm);
+        // The float64 1D transform of this (m, r).
+        const auto g1d = [&](const double* in, double* out) {
+          wg::dispatch_mr(g.m, R, [&](auto m, auto r) { wg::weight_mr<m(), r()>(in, out); });
+        };
+        int checked = 0;
+        for (int64_t grp = 0; grp < p.groups; ++grp)
+          for (int64_t k = 0; k < g.Kp; ++k)
+            for (int64_t c = 0; c < g.Cg; ++c) {
+              double t[8][5], col[5], o[8];
+              for (int s = 0; s < R; ++s) {
+                for (int r = 0; r < R; ++r)
+                  col[r] =
+                      k < g.Kg ? ref.w()[(((grp * g.Kg + k) * g.Cg + c) * R + r) * R + s] : 0.0;
+                g1d(col, o);
+                for (int i = 0; i < A; ++i) t[i][s] = o[i];
+              }
+              const int64_t kb = k / wg::kBlockK,
+                            kw = std::min(wg::kBlockK, g.Kp - kb * wg::kBlockK);
+              for (int i = 0; i < A; ++i) {
+                g1d(t[i], o);
+                for (int j = 0; j < A; ++j) {
+                  const float got = u[static_cast<size_t>(
+                      grp * g.points * g.u_pstride + (i * A + j) * g.u_pstride +
+                      kb * wg::kBlockK * g.Cg + c * kw + k % wg::kBlockK)];
+                  INFO(desc << " " << config << (zmm ? " zmm" : " ymm") << " group " << grp << " k "
+                            << k << " c " << c << " point " << i * A + j);
+                  REQUIRE(std::fabs(got - o[j]) <= 1e-6 * (1 + std::fabs(o[j])));
+                  ++checked;
+                }
               }
             }
-          }
-      CHECK(checked == p.groups * g.Kp * g.Cg * g.points);
-    }
+        CHECK(checked == p.groups * g.Kp * g.Cg * g.points);
+      }
   }
 }
 
@@ -698,7 +703,8 @@ TEST_CASE("winograd: both schedules, both GEMM kernels, packed and one-shot, mat
       const auto g = wg::make_geometry(p, m);
       conv::AlignedBuffer u(4 * g.u_floats), uf(4 * g.u_floats), v(4 * g.v_floats),
           mb(4 * g.m_floats);
-      wg::transform_weights_avx2(p, g, ref.w(), u.floats(), 2);
+      wg::transform_weights_avx2(p, g, ref.w(), u.floats(), 2,
+                                 conv::cpu_isa() == conv::CpuIsa::avx512);
       // One-shot: U is written into a poisoned buffer during the call (fused into the GEMMs of
       // shared passes).
       for (bool one_shot : {false, true})

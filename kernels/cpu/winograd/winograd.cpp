@@ -307,7 +307,8 @@ class Winograd final : public Algorithm {
                        void* packed, int threads) const override {
     const winograd::Geometry g = geometry(p, config);
     require_avx2();
-    winograd::transform_weights_avx2(undilated(p), g, w, static_cast<float*>(packed), threads);
+    winograd::transform_weights_avx2(undilated(p), g, w, static_cast<float*>(packed), threads,
+                                     cpu_isa() == CpuIsa::avx512);
   }
 
  private:

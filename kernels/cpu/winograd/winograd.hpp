@@ -156,9 +156,10 @@ double error_bound(const ConvProblem& p, const Geometry& g);
 void add_error_scale(const ConvProblem& p, const Geometry& g, const float* x, const float* w,
                      double* scale, int threads);
 
-/// Writes U (g.u_floats floats) from KCRS weights `w`. AVX2+FMA only.
+/// Writes U (g.u_floats floats) from KCRS weights `w`. AVX2+FMA; with `avx512` (the caller has
+/// checked cpu_isa()) 16 filters at a time in zmm registers.
 void transform_weights_avx2(const ConvProblem& p, const Geometry& g, const float* w, float* u,
-                            int threads);
+                            int threads, bool avx512);
 
 /// y = Winograd convolution of x with transformed weights `u`, plus bias (may be null).
 /// `v` and `mbuf` hold g.v_floats and g.m_floats floats; `s` from make_schedule(g, threads).

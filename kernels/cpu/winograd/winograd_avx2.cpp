@@ -142,10 +142,9 @@ struct TileCursor {
 // Writes point pt's kw floats to dst + pt * pstride. With AVX-512, 16 filters per zmm.
 template <int M, int R>
 void weight_block(const Geometry& g, const float* wg, int64_t kb0, int64_t c, float* dst,
-                  int64_t pstride) {
+                  int64_t pstride, bool zmm) {
   const int64_t kw = std::min<int64_t>(kBlockK, g.Kp - kb0);
-  if (kw == kBlockK && cpu_isa() == CpuIsa::avx512)
-    return weight_block_avx512(g, wg, kb0, c, dst, pstride);
+  if (kw == kBlockK && zmm) return weight_block_avx512(g, wg, kb0, c, dst, pstride);
   for (int64_t half = 0; half < kw; half += kVec) {
     __m256 taps[R * R];
     load_filter_taps<R>(g, wg, kb0 + half, c, taps);
@@ -163,12 +162,13 @@ constexpr int64_t kWeightRun = 16;
 // `ukb` is where U's point 0 holds block kb (U + kb * kBlockK * C/g), `pstride` U's point stride.
 template <int M, int R>
 void weight_run(const Geometry& g, const float* wg, int64_t kb, int64_t c0, float* ukb,
-                int64_t pstride) {
+                int64_t pstride, bool zmm) {
   constexpr int P = (M + R - 1) * (M + R - 1);
   const int64_t kb0 = kb * kBlockK, kw = std::min<int64_t>(kBlockK, g.Kp - kb0);
   const int64_t cn = std::min(kWeightRun, g.Cg - c0);
   alignas(64) float buf[P * kWeightRun * kBlockK];
-  for (int64_t c = 0; c < cn; ++c) weight_block<M, R>(g, wg, kb0, c0 + c, buf + c * kw, cn * kw);
+  for (int64_t c = 0; c < cn; ++c)
+    weight_block<M, R>(g, wg, kb0, c0 + c, buf + c * kw, cn * kw, zmm);
   for (int pt = 0; pt < P; ++pt)
     std::memcpy(ukb + pt * pstride + c0 * kw, buf + pt * cn * kw,
                 static_cast<size_t>(cn * kw) * sizeof(float));
@@ -176,7 +176,7 @@ void weight_run(const Geometry& g, const float* wg, int64_t kb, int64_t c0, floa
 
 template <int M, int R>
 void transform_weights_impl(const ConvProblem& p, const Geometry& g, const float* w, float* u,
-                            int threads) {
+                            int threads, bool zmm) {
   const int64_t kblocks = (g.Kp + kBlockK - 1) / kBlockK;
   const int64_t runs = (g.Cg + kWeightRun - 1) / kWeightRun;
 #pragma omp parallel for collapse(3) schedule(static) num_threads(threads)
@@ -184,7 +184,7 @@ void transform_weights_impl(const ConvProblem& p, const Geometry& g, const float
     for (int64_t kb = 0; kb < kblocks; ++kb)
       for (int64_t r = 0; r < runs; ++r)
         weight_run<M, R>(g, w + grp * g.Kg * g.Cg * R * R, kb, r * kWeightRun,
-                         u + grp * g.points * g.u_pstride + kb * kBlockK * g.Cg, g.u_pstride);
+                         u + grp * g.points * g.u_pstride + kb * kBlockK * g.Cg, g.u_pstride, zmm);
 }
 
 // --- input transform --------------------------------------------------------------------------
@@ -505,7 +505,7 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
             for (int64_t r = 0; r < runs; ++r)
               weight_run<M, R>(g, wg(grp0 + gi), kb, r * kWeightRun,
                                u_fill + (grp0 + gi) * P * g.u_pstride + kb * kBlockK * g.Cg,
-                               g.u_pstride);
+                               g.u_pstride, s.avx512);
       }
       if (s.per_thread) {
         // Thread i owns V slice i and tiles [i*sub, (i+1)*sub) of M.
@@ -563,8 +563,8 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
                   const int64_t kj = kb / per_job;
                   float* ukb = my_u + (kj - kj0) * cu + (kb - kj * per_job) * kBlockK * cn;
                   for (int64_t c = 0; c < cn; ++c)
-                    weight_block<M, R>(g, wg(grp0 + gi), kb * kBlockK, c0 + c, ukb + c * kw,
-                                       cu / P);
+                    weight_block<M, R>(g, wg(grp0 + gi), kb * kBlockK, c0 + c, ukb + c * kw, cu / P,
+                                       s.avx512);
                 }
                 // Point-major, so that V's rows of a point serve every job of the merge from
                 // L1/L2.
@@ -604,9 +604,10 @@ void forward_impl(const ConvProblem& p, const Geometry& g, const Schedule& s, co
 }  // namespace
 
 void transform_weights_avx2(const ConvProblem& p, const Geometry& g, const float* w, float* u,
-                            int threads) {
-  dispatch_mr(g.m, g.r,
-              [&](auto m, auto r) { transform_weights_impl<m(), r()>(p, g, w, u, threads); });
+                            int threads, bool avx512) {
+  dispatch_mr(g.m, g.r, [&](auto m, auto r) {
+    transform_weights_impl<m(), r()>(p, g, w, u, threads, avx512);
+  });
 }
 
 void forward_avx2(const ConvProblem& p, const Geometry& g, const Schedule& s, const float* x,
