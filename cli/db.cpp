@@ -307,7 +307,7 @@ conv::PerfDb::Rows import_json(const std::string& file) {
     const std::optional<conv::CandidateStatus> status =
         conv::parse_candidate_status(r.text(o, w, "status"));
     if (!status) r.fail(w + ".status", conv::perf_rows::kStatusRule);
-    c.status = status.value_or(conv::CandidateStatus::failed);
+    c.status = *status;
     c.median_ms = r.num(o, w, "median_ms");
     // The tuner reuses an "ok" row's times instead of measuring: without one it has none.
     if (c.status == conv::CandidateStatus::ok && c.median_ms < 0)

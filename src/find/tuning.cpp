@@ -490,7 +490,6 @@ struct Tuning {
     // A noisy candidate's time is only an upper bound: unless its lower bound rules it out, it
     // could be faster than the winner, which makes the decision noisy; a noisy winner's own
     // time is uncertain too.
-    lower.resize(r.candidates.size(), 0), plan_lower.resize(r.candidates.size(), 0);
     for (size_t i = 0; i < r.candidates.size(); ++i) {
       const auto& c = r.candidates[i];
       if (c.status != CandidateStatus::ok || !c.quality.noisy) continue;

@@ -39,12 +39,8 @@ inline std::string label_problem(std::string_view text) {
              : "";
 }
 
-/// What known_status() asks for, for messages.
+/// What parse_candidate_status() accepts, for messages.
 inline constexpr const char* kStatusRule = "expected ok, rejected, failed or skipped";
-
-inline bool known_status(std::string_view s) {
-  return parse_candidate_status(s).has_value();
-}
 
 /// min <= median <= max where known (a negative time is unknown): a row otherwise contradicts
 /// itself.

@@ -353,7 +353,7 @@ std::string candidate_columns(int version) {
 // The first problem of a row in candidate_from's columns, or "".
 std::string bad_candidate(const Stmt& s, int col) {
   const std::string status = s.type(col + 2) == SQLITE_TEXT ? s.text(col + 2) : "";
-  if (!perf_rows::known_status(status)) return std::string("status: ") + perf_rows::kStatusRule;
+  if (!parse_candidate_status(status)) return std::string("status: ") + perf_rows::kStatusRule;
   for (std::string bad :
        {bad_text(s, col, "algo", true), bad_text(s, col + 1, "config", false),
         bad_number(s, col + 3, "median_ms", true), bad_number(s, col + 4, "min_ms", true),
