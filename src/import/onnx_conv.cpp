@@ -12,45 +12,6 @@ namespace conv::import::onnx_import {
 
 namespace {
 
-std::string list(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-const onnx::AttributeProto* find_attr(const onnx::NodeProto& node, const char* name) {
-  for (const auto& a : node.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-
-/// The attribute's type; files written by old exporters may leave `type` unset (UNDEFINED), in
-/// which case the populated field says what it is.
-onnx::AttributeProto::AttributeType type_of(const onnx::AttributeProto& a) {
-  if (a.type() != onnx::AttributeProto::UNDEFINED) return a.type();
-  if (a.ints_size() > 0) return onnx::AttributeProto::INTS;
-  if (a.has_i()) return onnx::AttributeProto::INT;
-  if (a.has_s()) return onnx::AttributeProto::STRING;
-  return onnx::AttributeProto::UNDEFINED;
-}
-
-std::string type_name(onnx::AttributeProto::AttributeType t) {
-  return onnx::AttributeProto::AttributeType_Name(t);
-}
-
-/// NOTSET, VALID, SAME_UPPER or SAME_LOWER (default NOTSET).
-std::string auto_pad_attr(const NodeRef& at) {
-  const onnx::AttributeProto* a = find_attr(at.node, "auto_pad");
-  if (!a) return "NOTSET";
-  if (type_of(*a) != onnx::AttributeProto::STRING)
-    at.fail("attribute \"auto_pad\": expected a STRING, got " + type_name(type_of(*a)));
-  const std::string& s = a->s();
-  if (s != "NOTSET" && s != "VALID" && s != "SAME_UPPER" && s != "SAME_LOWER")
-    at.fail("attribute \"auto_pad\": " + quoted(s) +
-            " is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
-  return s;
-}
-
 [[noreturn]] void unsupported(const NodeRef& at, const std::string& what, int rank) {
   at.fail("not supported: " + std::to_string(rank - 2) + "-D convolution (" + what + " has " +
           std::to_string(rank) + " dims); only 2-D Conv (NCHW) is imported");
@@ -58,38 +19,39 @@ std::string auto_pad_attr(const NodeRef& at) {
 
 /// Refuses 1-D and 3-D convolutions (by W rank, X rank or kernel_shape length) and other ranks.
 void check_rank(const NodeRef& at, const std::string& role, const std::string& tensor,
-                const onnx::TensorShapeProto* shape) {
-  if (!shape || shape->dim_size() == 4) return;
-  const int rank = shape->dim_size();
+                const TensorInfo* shape) {
+  if (!shape || shape->rank() == 4) return;
+  const int rank = shape->rank();
   const std::string what = "input " + role + " " + quoted(tensor);
   if (rank == 3 || rank == 5) unsupported(at, what, rank);
   at.fail(what + ": expected 4 dims, got " + std::to_string(rank));
 }
 
-/// ": ONNX shape inference could not infer it (produced by node "p" (FooBar))" for a tensor
-/// whose shape stops at `origin.node`.
+/// ": the importer cannot infer it (produced by node "p" (FooBar): <why>)" for a tensor whose
+/// shape stops at `origin.node`.
 std::string not_inferred(const NodeRef& at, const Shapes::Origin& origin,
                          const std::string& tensor) {
   const NodeRef stop(at.src, *origin.node);
   const auto& outs = origin.node->output();
   const bool produces = std::find(outs.begin(), outs.end(), tensor) != outs.end();
-  return ": ONNX shape inference could not infer it (" +
+  return ": the importer cannot infer it (" +
          std::string(produces ? "produced by" : "it stopped at") + " node " + quoted(stop.name) +
-         " (" + origin.node->op_type() + "))";
+         " (" + escaped(origin.node->op_type()) + ")" +
+         (origin.why.empty() ? "" : ": " + origin.why) + ")";
 }
 
 /// A dimension of `tensor` as a number in [1, 2^31], or failure naming what is wrong with it.
 int64_t dim_value(const NodeRef& at, const Shapes& shapes, const std::string& role,
-                  const std::string& tensor, const onnx::TensorShapeProto& shape, int i) {
-  const auto& d = shape.dim(i);
+                  const std::string& tensor, const TensorInfo& shape, int i) {
+  const Dim& d = shape.dims[static_cast<size_t>(i)];
   const std::string what =
       "input " + role + " " + quoted(tensor) + ": dimension " + std::to_string(i);
-  if (d.has_dim_value()) {
-    if (d.dim_value() < 1 || d.dim_value() > kMaxValue)
-      at.fail(what + " = " + std::to_string(d.dim_value()) + " is out of range [1, 2^31]");
-    return d.dim_value();
+  if (d.known()) {
+    if (d.value < 1 || d.value > kMaxValue)
+      at.fail(what + " = " + std::to_string(d.value) + " is out of range [1, 2^31]");
+    return d.value;
   }
-  const std::string param = d.has_dim_param() ? d.dim_param() : "";
+  const std::string& param = d.param;
   if (param.empty()) {
     const Shapes::Origin origin = shapes.unknown_origin(tensor, true);
     if (origin.input.empty() && origin.node)
@@ -114,139 +76,6 @@ std::pair<int64_t, int64_t> same_pads(int64_t in, int64_t k, int64_t stride, int
 }
 
 }  // namespace
-
-NodeRef::NodeRef(const Source& s, const onnx::NodeProto& n) : src(s), node(n) {
-  name = !n.name().empty() ? n.name() : n.output_size() > 0 ? n.output(0) : "(unnamed)";
-}
-
-void NodeRef::fail(const std::string& what) const {
-  src.fail("node " + quoted(name) + " (" + node.op_type() + "): " + what);
-}
-
-bool is_onnx_op(const onnx::NodeProto& node, const char* op) {
-  return node.op_type() == op && (node.domain().empty() || node.domain() == "ai.onnx");
-}
-
-std::vector<int64_t> ints_attr(const NodeRef& at, const char* name, size_t len, int64_t lo,
-                               std::vector<int64_t> fallback) {
-  const onnx::AttributeProto* a = find_attr(at.node, name);
-  if (!a) return fallback;
-  const std::string where = "attribute " + quoted(name) + ": ";
-  if (type_of(*a) != onnx::AttributeProto::INTS)
-    at.fail(where + "expected INTS, got " + type_name(type_of(*a)));
-  const std::vector<int64_t> v(a->ints().begin(), a->ints().end());
-  if (len && v.size() != len)
-    at.fail(where + "expected " + std::to_string(len) + " values, got " + std::to_string(v.size()) +
-            " " + list(v));
-  for (size_t i = 0; i < v.size(); ++i)
-    if (v[i] < lo || v[i] > kMaxValue)
-      at.fail(where + "value " + std::to_string(v[i]) + " at index " + std::to_string(i) +
-              " is out of range [" + std::to_string(lo) + ", 2^31]");
-  return v;
-}
-
-int64_t int_attr(const NodeRef& at, const char* name, int64_t lo, int64_t fallback) {
-  const onnx::AttributeProto* a = find_attr(at.node, name);
-  if (!a) return fallback;
-  const std::string where = "attribute " + quoted(name) + ": ";
-  if (type_of(*a) != onnx::AttributeProto::INT)
-    at.fail(where + "expected an INT, got " + type_name(type_of(*a)));
-  if (a->i() < lo || a->i() > kMaxValue)
-    at.fail(where + std::to_string(a->i()) + " is out of range [" + std::to_string(lo) + ", 2^31]");
-  return a->i();
-}
-
-Shapes::Shapes(const onnx::GraphProto& graph) : graph_(graph) {
-  for (const auto& t : graph.initializer()) {
-    onnx::TensorShapeProto s;
-    for (const int64_t d : t.dims()) s.add_dim()->set_dim_value(d);
-    initializers_.emplace(t.name(), std::move(s));
-    if (t.data_type() != onnx::TensorProto::UNDEFINED) elem_types_.emplace(t.name(), t.data_type());
-  }
-  for (const auto* vis : {&graph.input(), &graph.value_info(), &graph.output()})
-    for (const auto& vi : *vis) {
-      if (!vi.type().has_tensor_type()) continue;
-      const auto& t = vi.type().tensor_type();
-      if (t.has_shape()) declared_.emplace(vi.name(), &t.shape());
-      if (t.elem_type() != onnx::TensorProto::UNDEFINED)
-        elem_types_.emplace(vi.name(), t.elem_type());
-    }
-  for (const auto& node : graph.node())
-    for (const auto& out : node.output())
-      if (!out.empty()) producers_.emplace(out, &node);
-}
-
-int32_t Shapes::elem_type(const std::string& tensor) const {
-  const auto it = elem_types_.find(tensor);
-  return it == elem_types_.end() ? 0 : it->second;
-}
-
-Shapes::Origin Shapes::unknown_origin(const std::string& tensor, bool any_dim) const {
-  const auto unknown = [&](const std::string& t) {
-    const onnx::TensorShapeProto* s = find(t);
-    return !s || (any_dim && std::any_of(s->dim().begin(), s->dim().end(),
-                                         [](const auto& d) { return !d.has_dim_value(); }));
-  };
-  std::unordered_set<std::string> seen;
-  std::vector<std::string> todo{tensor};
-  Origin r;
-  while (!todo.empty()) {
-    const std::string t = todo.back();
-    todo.pop_back();
-    if (!seen.insert(t).second) continue;
-    const bool graph_input =
-        !initializers_.count(t) && std::any_of(graph_.input().begin(), graph_.input().end(),
-                                               [&](const auto& vi) { return vi.name() == t; });
-    if (graph_input) return {t, nullptr};  // only unknown tensors get here
-    const auto p = producers_.find(t);
-    if (p == producers_.end()) continue;
-    bool unknown_input = false;
-    for (int i = p->second->input_size() - 1; i >= 0; --i) {
-      const std::string& in = p->second->input(i);
-      if (in.empty() || !unknown(in)) continue;
-      unknown_input = true;
-      todo.push_back(in);
-    }
-    if (!unknown_input && !r.node) r.node = p->second;
-  }
-  return r;
-}
-
-std::string shape_string(const onnx::TensorShapeProto& shape) {
-  std::string s = "[";
-  for (int i = 0; i < shape.dim_size(); ++i) {
-    const auto& d = shape.dim(i);
-    s += (i ? ", " : "") + (d.has_dim_value()   ? std::to_string(d.dim_value())
-                            : d.has_dim_param() ? d.dim_param()
-                                                : std::string("?"));
-  }
-  return s + "]";
-}
-
-const onnx::TensorShapeProto* Shapes::find(const std::string& tensor) const {
-  if (const auto it = initializers_.find(tensor); it != initializers_.end()) return &it->second;
-  const auto it = declared_.find(tensor);
-  return it == declared_.end() ? nullptr : it->second;
-}
-
-std::string Shapes::input_behind(const std::string& tensor, const std::string& dim_param) const {
-  std::string same_param, incomplete;
-  for (const auto& vi : graph_.input()) {
-    if (initializers_.count(vi.name())) continue;
-    if (vi.name() == tensor) return tensor;
-    const auto& t = vi.type().tensor_type();
-    if (!t.has_shape()) {
-      if (incomplete.empty()) incomplete = vi.name();
-      continue;
-    }
-    for (const auto& d : t.shape().dim()) {
-      if (!dim_param.empty() && d.dim_param() == dim_param && same_param.empty())
-        same_param = vi.name();
-      if (!d.has_dim_value() && incomplete.empty()) incomplete = vi.name();
-    }
-  }
-  return !same_param.empty() ? same_param : incomplete;
-}
 
 void check_conv_ranks(const NodeRef& at, const Shapes& shapes) {
   const auto& node = at.node;
@@ -293,7 +122,7 @@ ConvProblem conv_problem(const NodeRef& at, const Shapes& shapes) {
     at.fail("attribute \"pads\": given together with auto_pad \"" + auto_pad +
             "\" (ONNX allows one or the other)");
 
-  const onnx::TensorShapeProto* ws = shapes.find(w);
+  const TensorInfo* ws = shapes.find(w);
   if (!ws)
     at.fail("input W " + quoted(w) +
             ": shape unknown (not an initializer, nor a tensor with a declared or inferred shape)");
@@ -303,7 +132,7 @@ ConvProblem conv_problem(const NodeRef& at, const Shapes& shapes) {
     at.fail("attribute \"kernel_shape\": " + list(kernel) + " disagrees with the weights " +
             quoted(w) + " of shape " + list(wd));
 
-  const onnx::TensorShapeProto* xs = shapes.find(x);
+  const TensorInfo* xs = shapes.find(x);
   if (!xs) {
     const Shapes::Origin origin = shapes.unknown_origin(x, false);
     const std::string what = "input X " + quoted(x) + ": shape unknown";
@@ -331,8 +160,8 @@ ConvProblem conv_problem(const NodeRef& at, const Shapes& shapes) {
   // The bias is not part of the problem, but one that does not fit the weights means the model
   // is not what its shapes say.
   if (node.input_size() > 2 && !node.input(2).empty())
-    if (const onnx::TensorShapeProto* bs = shapes.find(node.input(2)))
-      if (bs->dim_size() != 1 || (bs->dim(0).has_dim_value() && bs->dim(0).dim_value() != wd[0]))
+    if (const TensorInfo* bs = shapes.find(node.input(2)))
+      if (bs->rank() != 1 || (bs->dims[0].known() && bs->dims[0].value != wd[0]))
         at.fail("input B " + quoted(node.input(2)) + ": expected shape [" + std::to_string(wd[0]) +
                 "] (one bias per output channel of the weights)");
 

@@ -1,0 +1,64 @@
+// The import size and memory limits, with their environment overrides.
+#include "limits.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include "conv/error.hpp"
+
+namespace conv::import {
+
+namespace {
+
+/// The value of `var` in MiB as bytes, or nothing when unset; a value that is not a positive
+/// integer is an error naming the variable rather than a limit silently off.
+std::optional<uint64_t> env_mib(const char* var) {
+  const char* text = std::getenv(var);
+  if (!text) return std::nullopt;
+  const std::string_view s(text);
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 1 ||
+      v > (uint64_t{1} << 40))
+    throw Error(std::string(var) + "=\"" + std::string(s) +
+                "\": expected a size in MiB, an integer from 1 to 2^40");
+  return v << 20;
+}
+
+std::string mib(uint64_t bytes) {
+  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+}
+
+}  // namespace
+
+uint64_t max_file_bytes() {
+  return env_mib("CONVTUNE_IMPORT_MAX_FILE_MB").value_or(uint64_t{2048} << 20);
+}
+
+uint64_t max_parse_bytes(uint64_t file_bytes) {
+  return env_mib("CONVTUNE_IMPORT_MAX_MEMORY_MB").value_or((uint64_t{256} << 20) + 8 * file_bytes);
+}
+
+uint64_t checked_file_size(const Source& src) {
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(src.path, ec);
+  if (ec) src.fail("cannot read: " + ec.message());
+  if (size > max_file_bytes())
+    src.fail(mib(size) + " is over the " + mib(max_file_bytes()) +
+             " limit for model files (CONVTUNE_IMPORT_MAX_FILE_MB raises it)");
+  return size;
+}
+
+void check_parse_estimate(const Source& src, uint64_t estimate, uint64_t file_bytes,
+                          const std::string& what) {
+  const uint64_t limit = max_parse_bytes(file_bytes);
+  if (estimate > limit)
+    src.fail("parsing it would take about " + mib(estimate) + " of memory (" + what +
+             "), over the " + mib(limit) +
+             " limit (256 MiB + 8 x the file's size; CONVTUNE_IMPORT_MAX_MEMORY_MB sets another)");
+}
+
+}  // namespace conv::import

@@ -1,0 +1,28 @@
+// How large an untrusted model file may be, and how much memory parsing it may take. Both are
+// checked before the allocation they guard: the size with stat, the memory by an estimate made
+// in one pass over the bytes (a 20 MB file of empty ONNX nodes parsed into 2 GB).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "importers.hpp"
+
+namespace conv::import {
+
+/// CONVTUNE_IMPORT_MAX_FILE_MB (default 2048, protobuf's own limit): the largest file read.
+uint64_t max_file_bytes();
+
+/// CONVTUNE_IMPORT_MAX_MEMORY_MB when set, else 256 MiB + 8 x `file_bytes`: the most memory the
+/// parsed form of a file may take (real models take about 1-2 x their size).
+uint64_t max_parse_bytes(uint64_t file_bytes);
+
+/// The file's size; fails (naming the file) when it cannot be read or is over max_file_bytes().
+uint64_t checked_file_size(const Source& src);
+
+/// Fails (naming the file, the estimate and the variable to raise) when `estimate` is over
+/// max_parse_bytes(file_bytes); `what` says what was counted, e.g. "12 M nodes and strings".
+void check_parse_estimate(const Source& src, uint64_t estimate, uint64_t file_bytes,
+                          const std::string& what);
+
+}  // namespace conv::import
