@@ -35,7 +35,8 @@ ModelFormat model_format(const std::string& path);
 /// "<file stem>:<layer or node name>" (an unnamed ONNX node is named after its first output).
 /// Batch and spatial sizes come from the model's input shapes (or `inputs`).
 ///
-/// - ONNX (read with the onnx library's protobuf classes; shapes by ONNX shape inference):
+/// - ONNX (read with the onnx library's protobuf classes; shapes by the importer's own checked
+///   inference over the producers of each Conv's inputs, docs/model-import.md lists the ops):
 ///   `Conv` nodes with `pads` ([top, left, bottom, right]), `auto_pad` (SAME_UPPER, SAME_LOWER:
 ///   the odd pad at the end or the start; VALID), `strides`, `dilations`, `group`. 1-D and 3-D
 ///   convolutions and `ConvTranspose` are refused.
@@ -45,7 +46,10 @@ ModelFormat model_format(const std::string& path);
 ///   InnerProduct, Softmax.
 ///
 /// Throws conv::Error `model "<path>": <node or layer>: <field>: <what>` for an unreadable or
-/// malformed file, an unsupported node or layer type, a symbolic or missing input shape not
+/// malformed file, one over the size limit (CONVTUNE_IMPORT_MAX_FILE_MB, default 2048) or whose
+/// parse would take more memory than CONVTUNE_IMPORT_MAX_MEMORY_MB (default 128 MiB + 4 x its
+/// size; estimated before parsing), a Conv input whose shape cannot be inferred (naming the node
+/// inference stopped at), an unsupported node or layer type, a symbolic or missing input shape not
 /// given in `inputs`, an input named in `inputs` that the model does not have, and a
 /// convolution that is not a valid problem.
 std::vector<ConvProblem> import_model(const std::string& path, const InputShapes& inputs = {});

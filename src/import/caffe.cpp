@@ -16,6 +16,7 @@
 #include "caffe.pb.h"
 #include "caffe_layers.hpp"
 #include "importers.hpp"
+#include "limits.hpp"
 
 namespace conv::import {
 
@@ -26,10 +27,10 @@ using caffe_layers::Layer;
 using caffe_layers::Shape;
 using caffe_layers::to_string;
 
-/// Larger files are refused (deploy files are kilobytes), as are deeper ones: Caffe nets nest 4
-/// deep, and deeper input could exhaust the stack.
-constexpr size_t kMaxFileBytes = size_t{256} << 20;
+/// Deeper files are refused: Caffe nets nest 4 deep, and deeper input could exhaust the stack.
 constexpr int kMaxNesting = 64;
+/// What the importer's own tables keep per message (layer) on top of protobuf's object.
+constexpr uint64_t kImporterBytesPerMessage = 512;
 /// Skipped unknown fields remembered for hints; the rest are dropped.
 constexpr size_t kMaxWarnings = 100;
 
@@ -88,18 +89,52 @@ class Collector : public google::protobuf::io::ErrorCollector {
   }
 };
 
+/// An upper estimate of the memory TextFormat's parse of `text` allocates: each message opened
+/// (`{` or `<` outside strings and comments) as large as a LayerParameter, each field (`:`) as a
+/// string with its heap copy, plus the importer's own tables per message.
+uint64_t estimate_parse_bytes(const std::string& text) {
+  uint64_t messages = 0, fields = 0;
+  char quote = 0;
+  bool comment = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (comment) {
+      comment = c != '\n';
+    } else if (quote) {
+      if (c == '\\')
+        ++i;
+      else if (c == quote || c == '\n')
+        quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#') {
+      comment = true;
+    } else if (c == '{' || c == '<') {
+      ++messages;
+    } else if (c == ':') {
+      ++fields;
+    }
+  }
+  const uint64_t message_bytes =
+      caffe::LayerParameter::default_instance().SpaceUsedLong() + 48 + kImporterBytesPerMessage;
+  return text.size() + messages * message_bytes + fields * 64;
+}
+
 /// Reads and parses the file. Unknown fields are skipped (deploy files carry many fields the
 /// importer has no use for) and kept in `skipped`; any syntax error is fatal, with its position.
 caffe::NetParameter parse(const Source& src, std::vector<std::string>& skipped) {
+  const uint64_t size = checked_file_size(src);
   std::ifstream in(src.path, std::ios::binary);
   if (!in) src.fail("cannot open for reading");
-  std::string text;  // read in chunks, so that a device or pipe cannot make it grow unbounded
+  std::string text;  // read in chunks: a file that grows after the stat cannot make it unbounded
+  text.reserve(static_cast<size_t>(size));
   char chunk[1 << 16];
   while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
     text.append(chunk, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxFileBytes) src.fail("larger than 256 MiB; not a deploy prototxt");
+    if (text.size() > size) src.fail("grew while it was read");
   }
   if (in.bad()) src.fail("read error");
+  check_parse_estimate(src, estimate_parse_bytes(text), size, "messages and fields");
   caffe::NetParameter net;
   Collector errors;
   google::protobuf::TextFormat::Parser parser;
@@ -114,12 +149,20 @@ caffe::NetParameter parse(const Source& src, std::vector<std::string>& skipped) 
   return net;
 }
 
+/// The net's state, with its stages as a set (built once: per rule, a net state with many
+/// stages and as many rules made the import quadratic).
+struct State {
+  caffe::NetState net;
+  std::set<std::string> stages;
+};
+
 /// Caffe's Net::StateMeetsRule.
-bool meets(const caffe::NetState& state, const caffe::NetStateRule& rule) {
+bool meets(const State& s, const caffe::NetStateRule& rule) {
+  const caffe::NetState& state = s.net;
+  const std::set<std::string>& stages = s.stages;
   if (rule.has_phase() && rule.phase() != state.phase()) return false;
   if (rule.has_min_level() && state.level() < rule.min_level()) return false;
   if (rule.has_max_level() && state.level() > rule.max_level()) return false;
-  const std::set<std::string> stages(state.stage().begin(), state.stage().end());
   for (const std::string& s : rule.stage())
     if (!stages.count(s)) return false;
   for (const std::string& s : rule.not_stage())
@@ -129,7 +172,7 @@ bool meets(const caffe::NetState& state, const caffe::NetStateRule& rule) {
 
 /// Caffe's Net::FilterNet for one layer: whether it is part of the net in `state` (TEST unless
 /// the file's `state` says otherwise).
-bool included(const Layer& l, const caffe::NetState& state) {
+bool included(const Layer& l, const State& state) {
   const auto& p = l.param;
   if (p.include_size() && p.exclude_size())
     l.fail("include", "give include or exclude rules, not both");
@@ -342,8 +385,8 @@ std::vector<ConvProblem> import_caffe_prototxt(const Source& src, const InputSha
         "\"Convolution\" }`)");
   if (net.layer_size() == 0)
     src.fail("no layers: the file has no `layer { ... }` entries (an empty or non-Caffe file?)");
-  caffe::NetState state = net.state();
-  if (!state.has_phase()) state.set_phase(caffe::TEST);  // a deploy net runs in TEST
+  State state{net.state(), {net.state().stage().begin(), net.state().stage().end()}};
+  if (!state.net.has_phase()) state.net.set_phase(caffe::TEST);  // a deploy net runs in TEST
   std::vector<Layer> layers;
   for (int i = 0; i < net.layer_size(); ++i) {
     Layer l{src, net.layer(i), i, skipped};

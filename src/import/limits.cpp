@@ -2,6 +2,7 @@
 #include "limits.hpp"
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -29,7 +30,9 @@ std::optional<uint64_t> env_mib(const char* var) {
 }
 
 std::string mib(uint64_t bytes) {
-  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
 }
 
 }  // namespace
@@ -39,7 +42,7 @@ uint64_t max_file_bytes() {
 }
 
 uint64_t max_parse_bytes(uint64_t file_bytes) {
-  return env_mib("CONVTUNE_IMPORT_MAX_MEMORY_MB").value_or((uint64_t{256} << 20) + 8 * file_bytes);
+  return env_mib("CONVTUNE_IMPORT_MAX_MEMORY_MB").value_or((uint64_t{128} << 20) + 4 * file_bytes);
 }
 
 uint64_t checked_file_size(const Source& src) {
@@ -56,9 +59,11 @@ void check_parse_estimate(const Source& src, uint64_t estimate, uint64_t file_by
                           const std::string& what) {
   const uint64_t limit = max_parse_bytes(file_bytes);
   if (estimate > limit)
-    src.fail("parsing it would take about " + mib(estimate) + " of memory (" + what +
-             "), over the " + mib(limit) +
-             " limit (256 MiB + 8 x the file's size; CONVTUNE_IMPORT_MAX_MEMORY_MB sets another)");
+    src.fail(
+        "reading it would take about " + mib(estimate) + " of memory (" + what + "), over the " +
+        mib(limit) + " limit (" +
+        (std::getenv("CONVTUNE_IMPORT_MAX_MEMORY_MB") ? "" : "128 MiB + 4 x the file's size; ") +
+        "CONVTUNE_IMPORT_MAX_MEMORY_MB sets it)");
 }
 
 }  // namespace conv::import

@@ -13,8 +13,9 @@ namespace conv::import {
 /// CONVTUNE_IMPORT_MAX_FILE_MB (default 2048, protobuf's own limit): the largest file read.
 uint64_t max_file_bytes();
 
-/// CONVTUNE_IMPORT_MAX_MEMORY_MB when set, else 256 MiB + 8 x `file_bytes`: the most memory the
-/// parsed form of a file may take (real models take about 1-2 x their size).
+/// CONVTUNE_IMPORT_MAX_MEMORY_MB when set, else 128 MiB + 4 x `file_bytes`: the most memory the
+/// parsed form of a file may take (real models, mostly weights, take about 1-2 x their size), so
+/// that an import peaks under 300 MB + 10 x the file's size.
 uint64_t max_parse_bytes(uint64_t file_bytes);
 
 /// The file's size; fails (naming the file) when it cannot be read or is over max_file_bytes().

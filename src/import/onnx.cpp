@@ -3,6 +3,7 @@
 // importer's own inference (onnx_shapes.cpp). ONNX's shape inference is not run: on crafted files
 // it crashed, hung and wrote past heap buffers.
 #include <algorithm>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -113,38 +114,40 @@ std::vector<size_t> find_cycle(const std::vector<std::vector<size_t>>& uses) {
 /// dims or element type differ from the input's declared ones.
 void check_graph(const Source& src, const onnx::GraphProto& graph) {
   // ONNX graphs are single-assignment: with two producers of one tensor, which shape a Conv
-  // reads would be the importer's guess.
-  std::unordered_map<std::string, std::string> producer;  // tensor -> what gives it
-  for (const auto& in : graph.input()) producer.emplace(in.name(), "a graph input");
-  for (const auto& t : graph.initializer()) producer.emplace(t.name(), "an initializer");
-  for (const auto& node : graph.node()) {
-    const NodeRef at(src, node);
-    for (const auto& out : node.output())
-      if (!out.empty())
-        if (const auto [it, fresh] =
-                producer.emplace(out, "written by node " + conv::quoted(at.name));
-            !fresh)
-          at.fail("output " + conv::quoted(out) + ": also " + it->second +
-                  " (a tensor has one producer)");
-  }
-  // As ONNX's checker: every input is given by something (an If's condition, say, left undefined
-  // would make the importer report its outputs as produced by no node).
-  for (const auto& node : graph.node())
-    for (const auto& in : node.input())
-      if (!in.empty() && !producer.count(in))
-        NodeRef(src, node).fail("input " + conv::quoted(in) +
-                                ": no node, graph input or initializer gives it");
-  // A cycle would leave its tensors "produced by no node" in the messages after inference.
-  // An empty name is an omitted optional input or output, not a tensor.
-  std::unordered_map<std::string, size_t> made_by;
+  // reads would be the importer's guess. Keys view the graph's own strings.
+  constexpr int64_t kInput = -1, kInitializer = -2;
+  std::unordered_map<std::string_view, int64_t> producer;  // node index, or kInput/kInitializer
+  const auto what = [&](int64_t p) {
+    return p == kInput ? std::string("a graph input")
+           : p == kInitializer
+               ? std::string("an initializer")
+               : "written by node " +
+                     conv::quoted(NodeRef(src, graph.node(static_cast<int>(p))).name);
+  };
+  for (const auto& in : graph.input()) producer.emplace(in.name(), kInput);
+  for (const auto& t : graph.initializer()) producer.emplace(t.name(), kInitializer);
   for (int n = 0; n < graph.node_size(); ++n)
     for (const auto& out : graph.node(n).output())
-      if (!out.empty()) made_by.emplace(out, static_cast<size_t>(n));
+      if (!out.empty())
+        if (const auto [it, fresh] = producer.emplace(out, n); !fresh)
+          NodeRef(src, graph.node(n))
+              .fail("output " + conv::quoted(out) + ": also " + what(it->second) +
+                    " (a tensor has one producer)");
+  // As ONNX's checker: every input is given by something (an If's condition, say, left undefined
+  // would make the importer report its outputs as produced by no node). An empty name is an
+  // omitted optional input or output, not a tensor.
+  // A cycle would leave its tensors "produced by no node" in the messages after inference.
   std::vector<std::vector<size_t>> consumers(static_cast<size_t>(graph.node_size()));
   for (int n = 0; n < graph.node_size(); ++n)
-    for (const auto& in : graph.node(n).input())
-      if (const auto it = made_by.find(in); !in.empty() && it != made_by.end())
-        consumers[it->second].push_back(static_cast<size_t>(n));
+    for (const auto& in : graph.node(n).input()) {
+      if (in.empty()) continue;
+      const auto it = producer.find(in);
+      if (it == producer.end())
+        NodeRef(src, graph.node(n))
+            .fail("input " + conv::quoted(in) + ": no node, graph input or initializer gives it");
+      if (it->second >= 0)
+        consumers[static_cast<size_t>(it->second)].push_back(static_cast<size_t>(n));
+    }
   if (const std::vector<size_t> cycle = find_cycle(consumers); !cycle.empty()) {
     std::string names;
     for (const size_t n : cycle) names += conv::quoted(NodeRef(src, graph.node(n)).name) + " -> ";
