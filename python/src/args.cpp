@@ -4,11 +4,14 @@
 #include <nanobind/stl/string.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
 #include "conv/error.hpp"
+#include "quoted.hpp"
 
 namespace convtune_py {
 
@@ -18,13 +21,9 @@ std::string py_type_name(nb::handle v) {
   return Py_TYPE(v.ptr())->tp_name;
 }
 
-std::string repr_text(nb::handle v) {
-  return nb::repr(v).c_str();
-}
-
 // What a message says it got: "None", or the type and the repr ("str '1'").
 std::string got_text(nb::handle v) {
-  return v.is_none() ? std::string("None") : py_type_name(v) + " " + repr_text(v);
+  return v.is_none() ? std::string("None") : type_text(v) + " " + repr_text(v);
 }
 
 // Python's bool or numpy's (not a bool subclass: PyBool_Check misses it).
@@ -85,6 +84,31 @@ bool as_ints(nb::handle v, std::vector<int64_t>* out, const char* name, const ch
 
 }  // namespace
 
+std::string message_text(nb::handle v) {
+  const nb::str text = nb::str(v);  // raises what str(v) raises
+  // A str's UTF-8 fails only at lone surrogates: as Python prints them.
+  const nb::bytes utf8 =
+      nb::steal<nb::bytes>(PyUnicode_AsEncodedString(text.ptr(), "utf-8", "backslashreplace"));
+  if (!utf8.is_valid()) throw nb::python_error();
+  return conv::escaped(std::string_view(utf8.c_str(), utf8.size()));
+}
+
+std::string repr_text(nb::handle v) {
+  return message_text(nb::repr(v));
+}
+
+std::string type_text(nb::handle v) {
+  return conv::escaped(py_type_name(v));
+}
+
+void set_error(PyObject* type, const std::string& message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+                                        "backslashreplace");
+  if (!text) return;  // MemoryError set instead
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
+}
+
 int64_t int_arg(nb::handle v, const std::string& name, const char* range) {
   int64_t x = 0;
   if (!is_int(v)) throw conv::Error(name + ": expected an int, got " + got_text(v));
@@ -125,10 +149,19 @@ std::string str_arg(nb::handle v, const char* name) {
   Py_ssize_t size = 0;
   const char* utf8 = PyUnicode_AsUTF8AndSize(v.ptr(), &size);
   if (!utf8) {
-    PyErr_Clear();  // the UnicodeEncodeError: this message names the argument instead
-    throw conv::Error(std::string(name) +
-                      ": not encodable as UTF-8 (a lone surrogate such as '\\udcff'); expected "
-                      "UTF-8 text");
+    if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) throw nb::python_error();
+    PyErr_Clear();  // this message names the argument and the character instead
+    const Py_ssize_t length = PyUnicode_GetLength(v.ptr());
+    for (Py_ssize_t i = 0; i < length; ++i) {
+      const Py_UCS4 c = PyUnicode_ReadChar(v.ptr(), i);
+      if (c >= 0xd800 && c <= 0xdfff) {
+        char text[16];
+        std::snprintf(text, sizeof text, "'\\u%04x'", static_cast<unsigned>(c));
+        throw conv::Error(std::string(name) + ": not encodable as UTF-8: lone surrogate " + text +
+                          " at index " + std::to_string(i) + " (expected UTF-8 text)");
+      }
+    }
+    throw conv::Error(std::string(name) + ": not encodable as UTF-8 (expected UTF-8 text)");
   }
   return std::string(utf8, static_cast<size_t>(size));
 }
@@ -142,7 +175,16 @@ std::string path_arg(nb::handle v, const char* name) {
   if (nb::isinstance<nb::str>(v) || nb::isinstance<nb::bytes>(v) || nb::hasattr(v, "__fspath__")) {
     // The bytes the file system sees (os.fsencode): a str that came from a file name which is
     // not UTF-8 holds lone surrogates for those bytes (PEP 383), and encodes back to them.
-    const nb::object raw = nb::module_::import_("os").attr("fsencode")(v);
+    nb::object raw;
+    try {
+      raw = nb::module_::import_("os").attr("fsencode")(v);
+    } catch (nb::python_error& e) {
+      // A surrogate outside \udc80-\udcff encodes to no bytes; __fspath__ may return another
+      // type. Python's message, naming the argument.
+      if (!e.matches(PyExc_UnicodeEncodeError) && !e.matches(PyExc_TypeError)) throw;
+      throw conv::Error(std::string(name) + ": not a file name: " +
+                        message_text(e.type().attr("__name__")) + ": " + message_text(e.value()));
+    }
     if (nb::isinstance<nb::bytes>(raw)) {
       const nb::bytes b = nb::borrow<nb::bytes>(raw);
       const std::string out(b.c_str(), b.size());
@@ -156,7 +198,7 @@ std::string path_arg(nb::handle v, const char* name) {
     }
   }
   throw conv::Error(std::string(name) + ": expected a path (str, bytes or os.PathLike), got " +
-                    (v.is_none() ? std::string("None") : py_type_name(v)));
+                    (v.is_none() ? std::string("None") : type_text(v)));
 }
 
 nb::object path_object(const std::string& path) {
@@ -174,7 +216,7 @@ std::pair<int64_t, int64_t> int_or_pair(nb::handle v, const char* name) {
   std::vector<int64_t> xs;
   if (as_ints(v, &xs, name, kSizeRange) && xs.size() == 2) return {xs[0], xs[1]};
   throw conv::Error(std::string(name) + ": expected an int or a pair (h, w) of ints, got " +
-                    py_type_name(v) + " " + repr_text(v));
+                    type_text(v) + " " + repr_text(v));
 }
 
 std::array<int64_t, 4> padding_arg(nb::handle v) {
@@ -188,7 +230,7 @@ std::array<int64_t, 4> padding_arg(nb::handle v) {
   throw conv::Error(
       "padding: expected an int, a pair (h, w) or a 4-tuple (top, bottom, left, right) of ints, "
       "got " +
-      py_type_name(v) + " " + repr_text(v));
+      type_text(v) + " " + repr_text(v));
 }
 
 void set_geometry(conv::ConvProblem& p, nb::handle stride, nb::handle padding, nb::handle dilation,
@@ -204,15 +246,16 @@ conv::ConvProblem to_problem(nb::handle v, const char* name) {
   conv::ConvProblem p;
   if (nb::try_cast<conv::ConvProblem>(v, p)) return p;
   if (nb::isinstance<nb::str>(v)) {
+    const std::string text = str_arg(v, name);  // a lone surrogate is named, not std::bad_cast
     try {
-      return conv::parse_descriptor(nb::cast<std::string>(v));
+      return conv::parse_descriptor(text);
     } catch (const conv::Error& e) {
       throw conv::Error(std::string(name) + ": " + e.what());  // which argument held the text
     }
   }
   throw conv::Error(std::string(name) +
                     ": expected a convtune.Problem or a benchdnn descriptor string, got " +
-                    py_type_name(v));
+                    type_text(v));
 }
 
 }  // namespace convtune_py

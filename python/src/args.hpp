@@ -37,15 +37,30 @@ double number_arg(nb::handle v, const char* name);
 /// None, or a number as number_arg.
 std::optional<double> optional_number_arg(nb::handle v, const char* name);
 
-/// A str, as UTF-8. Throws conv::Error "<name>: expected a str, got <type> <repr>", or naming a
-/// str that is not encodable as UTF-8 (a lone surrogate).
+/// A str, as UTF-8 (NULs kept). Throws conv::Error "<name>: expected a str, got <type> <repr>",
+/// or "<name>: not encodable as UTF-8: lone surrogate '\udcff' at index <i>".
 std::string str_arg(nb::handle v, const char* name);
+
+/// Python text for a message: str(v) as UTF-8, lone surrogates as \udcXX and control characters
+/// (NUL too) as \xHH, so a hostile __repr__ or __str__ neither cuts nor garbles the message.
+std::string message_text(nb::handle v);
+
+/// repr(v) as message_text.
+std::string repr_text(nb::handle v);
+
+/// The name of v's type, for messages ("numpy.ndarray").
+std::string type_text(nb::handle v);
+
+/// Sets the Python error `type(message)`, bytes of `message` that are not UTF-8 (from a path
+/// that is not) as \xHH: PyErr_SetString would raise UnicodeDecodeError instead.
+void set_error(PyObject* type, const std::string& message);
 
 /// None, or a str as str_arg.
 std::optional<std::string> optional_str_arg(nb::handle v, const char* name);
 
 /// A file path: str, bytes or os.PathLike, as the bytes the file system sees (os.fsencode).
-/// Throws conv::Error naming `name` for another type, an empty path or a NUL character.
+/// Throws conv::Error naming `name` for another type, an empty path, a NUL character, or what
+/// os.fsencode refuses (a surrogate outside \udc80-\udcff, __fspath__ of another type).
 std::string path_arg(nb::handle v, const char* name);
 
 /// A path back to Python as str (os.fsdecode: bytes that are not UTF-8 as lone surrogates).

@@ -6,36 +6,41 @@
 #include <new>
 #include <string>
 
+#include "args.hpp"
 #include "conv/error.hpp"
 
 namespace convtune_py {
 
 namespace {
 
+// DLPack's names: "float32", and "float32x4" for a vector dtype of 4 lanes.
 std::string dtype_text(nb::dlpack::dtype t) {
-  std::string code;
-  switch (static_cast<nb::dlpack::dtype_code>(t.code)) {
-    case nb::dlpack::dtype_code::Int:
-      code = "int";
+  using Code = nb::dlpack::dtype_code;
+  std::string text;
+  switch (static_cast<Code>(t.code)) {
+    case Code::Int:
+      text = "int" + std::to_string(t.bits);
       break;
-    case nb::dlpack::dtype_code::UInt:
-      code = "uint";
+    case Code::UInt:
+      text = "uint" + std::to_string(t.bits);
       break;
-    case nb::dlpack::dtype_code::Float:
-      code = "float";
+    case Code::Float:
+      text = "float" + std::to_string(t.bits);
       break;
-    case nb::dlpack::dtype_code::Bfloat:
-      code = "bfloat";
+    case Code::Bfloat:
+      text = "bfloat" + std::to_string(t.bits);
       break;
-    case nb::dlpack::dtype_code::Complex:
-      code = "complex";
+    case Code::Complex:
+      text = "complex" + std::to_string(t.bits);
       break;
-    case nb::dlpack::dtype_code::Bool:
-      return "bool";
+    case Code::Bool:
+      text = t.bits == 8 ? std::string("bool") : "bool" + std::to_string(t.bits);
+      break;
     default:
-      code = "dtype code " + std::to_string(t.code) + " of ";
+      text = "dtype code " + std::to_string(t.code) + " of " + std::to_string(t.bits) + " bits";
   }
-  return code + std::to_string(t.bits);
+  if (t.lanes != 1) text += "x" + std::to_string(t.lanes);
+  return text;
 }
 
 // What each tensor argument is, for messages: its layout and the names of its dimensions.
@@ -57,13 +62,13 @@ Layout layout_of(const std::string& name) {
   const std::string want =
       n + ": expected a float32 " + (*layout.text ? layout.text + std::string(" ") : "") + "array";
   if (v.is_none()) throw conv::Error(want + ", got None");
-  std::string got = Py_TYPE(v.ptr())->tp_name;
+  std::string got = type_text(v);
   nb::object dtype = nb::getattr(v, "dtype", nb::none());
   if (!dtype.is_none()) {  // a NumPy array (or alike) nanobind cannot view
     nb::object text = nb::getattr(dtype, "str", nb::none());
     nb::object native = nb::getattr(dtype, "isnative", nb::none());
     if (nb::isinstance<nb::str>(text)) {
-      const std::string str = nb::borrow<nb::str>(text).c_str();
+      const std::string str = message_text(text);  // any object's attribute: maybe hostile
       if (native.is(nb::handle(Py_False)))
         throw conv::Error(n + ": expected native-endian float32, got " + str +
                           " (convert with .astype(numpy.float32))");
@@ -76,8 +81,8 @@ Layout layout_of(const std::string& name) {
       v.attr("__dlpack__")();
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt, SystemExit: not bad input
-      const std::string type = nb::str(e.type().attr("__name__")).c_str();
-      const std::string why = nb::str(e.value()).c_str();
+      const std::string type = message_text(e.type().attr("__name__"));
+      const std::string why = message_text(e.value());
       throw conv::Error(want + ", got " + got + " whose __dlpack__() raised " + type + ": " + why);
     }
   }
@@ -136,9 +141,14 @@ Tensor as_tensor(nb::handle v, const char* name, size_t ndim) {
   if (a.device_type() != nb::device::cpu::value)
     throw conv::Error(n + ": expected an array in CPU memory, got DLPack device type " +
                       std::to_string(a.device_type()));
-  if (a.dtype() != nb::dtype<float>())
-    throw conv::Error(n + ": expected dtype float32, got " + dtype_text(a.dtype()) +
-                      " (convert with .astype(numpy.float32))");
+  if (a.dtype() != nb::dtype<float>()) {
+    // Lanes alone differing read "expected float32, got float32" without them.
+    const uint16_t lanes = a.dtype().lanes;
+    throw conv::Error(n + ": expected dtype float32" + (lanes != 1 ? " with 1 lane" : "") +
+                      ", got " + dtype_text(a.dtype()) +
+                      (lanes != 1 ? " (a vector dtype of " + std::to_string(lanes) + " lanes)"
+                                  : std::string(" (convert with .astype(numpy.float32))")));
+  }
   for (size_t i = 0; i < a.ndim(); ++i) t.shape.push_back(static_cast<int64_t>(a.shape(i)));
   if (a.ndim() != ndim)
     throw conv::Error(n + ": expected " + std::to_string(ndim) + " dimensions, got " +
@@ -175,7 +185,7 @@ void check_shape(const Tensor& t, const char* name, const std::vector<int64_t>& 
 }
 
 void raise_memory_error(const std::string& message) {
-  PyErr_SetString(PyExc_MemoryError, message.c_str());
+  set_error(PyExc_MemoryError, message);
   throw nb::python_error();
 }
 

@@ -34,17 +34,18 @@ conv::InputShapes input_shapes(nb::handle inputs) {
   conv::InputShapes shapes;
   if (inputs.is_none()) return shapes;
   if (!nb::isinstance<nb::dict>(inputs))
-    throw conv::Error(std::string("inputs: expected a dict {name: (N, C, H, W)} or None, got ") +
-                      Py_TYPE(inputs.ptr())->tp_name);
+    throw conv::Error("inputs: expected a dict {name: (N, C, H, W)} or None, got " +
+                      type_text(inputs));
   for (auto [key, value] : nb::borrow<nb::dict>(inputs)) {
-    std::string name;
-    if (!nb::try_cast<std::string>(key, name))
-      throw conv::Error(std::string("inputs: expected str keys (input names), got ") +
-                        Py_TYPE(key.ptr())->tp_name + " " + nb::repr(key).c_str());
-    const std::string where = "inputs[" + std::string(nb::repr(key).c_str()) + "]";
+    if (!nb::isinstance<nb::str>(key))
+      throw conv::Error("inputs: expected str keys (input names), got " + type_text(key) + " " +
+                        repr_text(key));
+    const std::string where = "inputs[" + repr_text(key) + "]";
+    // A lone surrogate is named here (try_cast had called it "expected str keys, got str").
+    const std::string name = str_arg(key, where.c_str());
     if (!nb::isinstance<nb::tuple>(value) && !nb::isinstance<nb::list>(value))
-      throw conv::Error(where + ": expected a tuple of ints (N, C, H, W), got " +
-                        Py_TYPE(value.ptr())->tp_name + " " + nb::repr(value).c_str());
+      throw conv::Error(where + ": expected a tuple of ints (N, C, H, W), got " + type_text(value) +
+                        " " + repr_text(value));
     std::vector<int64_t> dims;
     for (nb::handle d : value)
       dims.push_back(int_arg(d, where + "[" + std::to_string(dims.size()) + "]", kSizeRange));

@@ -11,6 +11,7 @@
 #include "bindings.hpp"
 #include "conv/algorithm.hpp"
 #include "options.hpp"
+#include "quoted.hpp"
 
 namespace convtune_py {
 
@@ -41,8 +42,8 @@ class PyPlan {
          const std::string& config, const conv::ForwardOptions& o) {
     // A config names a variant of one algorithm: without algo= it would be silently dropped.
     if (!algo && !config.empty())
-      throw conv::Error("config: \"" + config +
-                        "\" needs algo= (the algorithm whose config it is); without algo= the Plan "
+      throw conv::Error("config: " + conv::quoted(config) +
+                        " needs algo= (the algorithm whose config it is); without algo= the Plan "
                         "picks both");
     nb::gil_scoped_release unlocked;
     std::string cfg = config;
@@ -51,8 +52,18 @@ class PyPlan {
       const conv::Algorithm* a = conv::find_algorithm(*algo);
       if (a && a->applicable(p).ok) cfg = a->configs(p).front();
     }
-    plan_ = std::make_unique<conv::Plan>(algo ? conv::Plan::create(p, *algo, cfg, o)
-                                              : conv::Plan::create(p, o));
+    if (!algo) {
+      plan_ = std::make_unique<conv::Plan>(conv::Plan::create(p, o));
+      return;
+    }
+    try {
+      plan_ = std::make_unique<conv::Plan>(conv::Plan::create(p, *algo, cfg, o));
+    } catch (const conv::Error& e) {
+      // Plan::create's parameter is algo_id; here the argument is algo=.
+      const std::string what = e.what(), prefix = "algo_id: ";
+      if (what.compare(0, prefix.size(), prefix) != 0) throw;
+      throw conv::Error("algo: " + what.substr(prefix.size()));
+    }
   }
 
   void pack_weights(nb::handle w_obj) {

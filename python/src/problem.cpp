@@ -113,9 +113,8 @@ void bind_problem(nb::module_& m) {
             const std::string label = name.is_none() ? std::string() : name_arg(name);
             if (!descriptor.is_none()) {
               if (!nb::isinstance<nb::str>(descriptor))
-                throw conv::Error(
-                    std::string("descriptor: expected a benchdnn descriptor str, got ") +
-                    Py_TYPE(descriptor.ptr())->tp_name);
+                throw conv::Error("descriptor: expected a benchdnn descriptor str, got " +
+                                  type_text(descriptor));
               const bool fields = !N.is_none() || !C.is_none() || !H.is_none() || !W.is_none() ||
                                   !K.is_none() || !R.is_none() || !S.is_none() ||
                                   !stride.is_none() || !padding.is_none() || !dilation.is_none() ||
@@ -123,7 +122,7 @@ void bind_problem(nb::module_& m) {
               if (fields)
                 throw conv::Error(
                     "Problem: pass a descriptor or keyword fields (N, C, ...), not both");
-              new (self) ConvProblem(conv::parse_descriptor(nb::cast<std::string>(descriptor)));
+              new (self) ConvProblem(conv::parse_descriptor(str_arg(descriptor, "descriptor")));
               if (!name.is_none()) self->name = label;
               return;
             }
@@ -211,8 +210,8 @@ void bind_problem(nb::module_& m) {
            })
       .def("__copy__", [](const ConvProblem& p) { return p; })
       .def("__getstate__", [](const ConvProblem& p) { return conv::to_descriptor(p); })
-      .def("__setstate__", [](ConvProblem& p, const std::string& text) {
-        new (&p) ConvProblem(conv::parse_descriptor(text));
+      .def("__setstate__", [](ConvProblem& p, nb::handle state) {
+        new (&p) ConvProblem(conv::parse_descriptor(str_arg(state, "state")));
       });
 
   m.def(

@@ -13,6 +13,7 @@
 
 #include "conv/tuner.hpp"
 #include "problem_fields.hpp"
+#include "quoted.hpp"
 
 namespace conv {
 
@@ -148,7 +149,7 @@ std::vector<PerfDb> open_layers(const std::string& user_path, FindMode mode) {
 Choice named_choice(const ConvProblem& p, const std::string& algo_id, const std::string& config,
                     const Device& device) {
   const Algorithm* a = find_algorithm(algo_id);
-  if (!a) throw Error("algo_id: unknown algorithm \"" + algo_id + "\"");
+  if (!a) throw Error("algo_id: unknown algorithm " + conv::quoted(algo_id));
   if (a->device() != device.kind)
     throw Error("algo_id: " + algo_id + " does not run on " + device.name());
   Applicability ok = a->applicable(p);
@@ -157,7 +158,8 @@ Choice named_choice(const ConvProblem& p, const std::string& algo_id, const std:
   bool known = false;
   for (const auto& c : a->configs(p)) known = known || c == config;
   if (!known)
-    throw Error("config: " + algo_id + " has no config \"" + config + "\" for " + p.key());
+    throw Error("config: " + algo_id + " has no config " + conv::quoted(config) + " for " +
+                p.key());
   Choice c;
   c.algo = a;
   c.config = config;

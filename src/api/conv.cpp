@@ -5,6 +5,7 @@
 
 #include "choose.hpp"
 #include "device_ops.hpp"
+#include "quoted.hpp"
 
 namespace conv {
 
@@ -12,7 +13,7 @@ FindMode parse_find_mode(const std::string& text) {
   if (text == "tune") return FindMode::tune;
   if (text == "heuristic") return FindMode::heuristic;
   if (text == "db_only") return FindMode::db_only;
-  throw Error("find_mode: expected tune, heuristic or db_only, got \"" + text + "\"");
+  throw Error("find_mode: expected tune, heuristic or db_only, got " + conv::quoted(text));
 }
 
 const char* to_string(ChoiceSource s) {

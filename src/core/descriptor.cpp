@@ -432,7 +432,7 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
   std::string line, pending;  // pending: a word continued with a trailing backslash
   int lineno = 0, pending_line = 0;
   auto fail = [&](int at, const std::string& what) {
-    throw Error(path + ":" + std::to_string(at) + ": " + what);
+    throw Error(conv::escaped(path) + ":" + std::to_string(at) + ": " + what);
   };
   auto handle = [&](const std::string& word, int at) {
     if (word.rfind("--mb=", 0) == 0) {

@@ -14,6 +14,7 @@
 #include "buffer.hpp"
 #include "device_ops.hpp"
 #include "measure.hpp"
+#include "quoted.hpp"
 #include "reference/reference.hpp"
 
 namespace conv {
@@ -174,11 +175,11 @@ struct Timed {
 void check_options(const TuneOptions& o) {
   // A typo would otherwise tune a silently smaller (or empty) set.
   if (std::string part = unknown_algo_pattern_part(o.algo_pattern); !part.empty())
-    throw Error("algo (TuneOptions::algo_pattern): \"" + part +
-                "\" is part of no registered algorithm id");
+    throw Error("algo (TuneOptions::algo_pattern): " + conv::quoted(part) +
+                " is part of no registered algorithm id");
   if (!o.algo_pattern.empty() && o.algo_pattern.find_first_not_of(',') == std::string::npos)
-    throw Error("algo (TuneOptions::algo_pattern): \"" + o.algo_pattern +
-                "\" names no algorithm (comma-separated parts of ids)");
+    throw Error("algo (TuneOptions::algo_pattern): " + conv::quoted(o.algo_pattern) +
+                " names no algorithm (comma-separated parts of ids)");
   const auto text = [](double v) {
     std::ostringstream s;
     s << v;

@@ -17,6 +17,7 @@
 #include "caffe_layers.hpp"
 #include "importers.hpp"
 #include "limits.hpp"
+#include "quoted.hpp"
 
 namespace conv::import {
 
@@ -259,14 +260,15 @@ std::map<std::string, Shape> input_shapes(const Source& src,
     if (!declared.count(name)) {
       std::string names;
       for (const auto& d : declared) names += (names.empty() ? "" : ", ") + d.first;
-      src.fail("input \"" + name + "\" (given as an input shape): the model has no such input; " +
+      src.fail("input " + conv::quoted(name) +
+               " (given as an input shape): the model has no such input; " +
                (names.empty() ? std::string("it declares none") : "its inputs are: " + names));
     }
   std::map<std::string, Shape> r;
   for (const auto& [name, in] : declared) {
     const auto g = given.find(name);
     if (g != given.end()) {
-      check_shape(src, "input \"" + name + "\" (given as an input shape)", g->second);
+      check_shape(src, "input " + conv::quoted(name) + " (given as an input shape)", g->second);
       r[name] = g->second;
     } else if (in.shape) {
       check_shape(src, in.origin + ": " + in.field, *in.shape);

@@ -62,7 +62,7 @@ std::pair<std::string, std::vector<int64_t>> parse_input_shape(std::string_view 
 ModelFormat model_format(const std::string& path) {
   require_regular_file(path, "model");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("model \"" + path + "\": cannot open for reading");
+  if (!in) throw Error("model " + conv::quoted(path) + ": cannot open for reading");
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".onnx") return ModelFormat::onnx;
   if (ext == ".prototxt" || ext == ".pbtxt") return ModelFormat::caffe_prototxt;
