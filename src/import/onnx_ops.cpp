@@ -5,6 +5,7 @@
 // outputs unknown and says why.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <unordered_map>
 
@@ -19,11 +20,18 @@ Dim num(int64_t v) {
   return {v, ""};
 }
 
+/// `v` as text, an integer where it is one (a cast of a double outside int64 is undefined).
+std::string text(double v) {
+  if (std::abs(v) < 9e18 && v == std::floor(v)) return std::to_string(static_cast<int64_t>(v));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 /// `v` as a dim of output `what`, refusing the node when it is negative or over 2^31.
 Dim checked(const OpIo& io, double v, const std::string& what) {
   if (!(v >= 0 && v <= static_cast<double>(kMaxValue)))
-    io.at.fail(what + ": " + (std::isfinite(v) ? std::to_string(static_cast<int64_t>(v)) : "NaN") +
-               " is out of range [0, 2^31]");
+    io.at.fail(what + ": " + text(v) + " is out of range [0, 2^31]");
   return num(static_cast<int64_t>(v));
 }
 
@@ -282,15 +290,14 @@ void reshape(OpIo& io) {
   const double total = product(X, 0, X.rank());
   if (infer_at >= 0 && total >= 0 && known > 0) {
     if (std::fmod(total, known) != 0)
-      io.at.fail("input shape: " + list(shape) + " does not divide the " +
-                 std::to_string(static_cast<int64_t>(total)) + " elements of X");
+      io.at.fail("input shape: " + list(shape) + " does not divide the " + text(total) +
+                 " elements of X");
     out[static_cast<size_t>(infer_at)] = checked(io, total / known, "output dimension");
   } else if (infer_at < 0 && total >= 0 &&
              std::all_of(out.begin(), out.end(), [](const Dim& d) { return d.known(); }) &&
              known != total) {
-    io.at.fail("input shape: " + list(shape) + " has " +
-               std::to_string(static_cast<int64_t>(known)) + " elements, X has " +
-               std::to_string(static_cast<int64_t>(total)));
+    io.at.fail("input shape: " + list(shape) + " has " + text(known) + " elements, X has " +
+               text(total));
   }
   set_out(io, 0, out);
   if (X.has_value) set_value(io, 0, X.value);
@@ -513,10 +520,14 @@ void slice(OpIo& io) {
     io.at.fail("starts, ends, axes and steps: lengths differ");
   std::vector<Dim> out = X.dims;
   std::vector<double> value = X.value;
+  bool sliced = X.has_value && X.rank() == 1;  // a 1-D constant, sliced along with its dim
   for (size_t i = 0; i < starts.size(); ++i) {
     const auto k = static_cast<size_t>(axis(io, static_cast<double>(axes[i]), X.rank(), "axes"));
     if (steps[i] == 0) io.at.fail("steps: value " + std::to_string(i) + " is 0");
-    if (!out[k].known()) continue;
+    if (!out[k].known()) {
+      sliced = false;
+      continue;
+    }
     // Clamped as the spec says; int64 limits (INT64_MAX for "to the end") are common.
     const double n = static_cast<double>(out[k].value), step = static_cast<double>(steps[i]);
     const auto clamp = [&](double v, double lo, double hi) {
@@ -529,7 +540,8 @@ void slice(OpIo& io) {
                               : clamp(static_cast<double>(ends[i]), -1, n);
     const double len = std::max(0.0, std::ceil((e - b) / step));
     out[k] = checked(io, len, "output dimension " + std::to_string(k));
-    if (X.has_value && X.rank() == 1) {
+    sliced = sliced && value.size() == static_cast<size_t>(n);
+    if (sliced) {
       std::vector<double> v;
       for (double j = b; v.size() < static_cast<size_t>(len); j += step)
         v.push_back(value[static_cast<size_t>(j)]);
@@ -537,7 +549,7 @@ void slice(OpIo& io) {
     }
   }
   set_out(io, 0, out);
-  if (X.has_value && X.rank() == 1) set_value(io, 0, value);
+  if (sliced) set_value(io, 0, value);
 }
 
 // --- shape values ------------------------------------------------------------------------------
@@ -575,8 +587,8 @@ void gather(OpIo& io) {
   const double n = static_cast<double>(X.value.size());
   for (const double i : I.value) {
     if (!(i >= -n && i < n) || i != std::floor(i))
-      io.at.fail("input indices: " + std::to_string(static_cast<int64_t>(i)) +
-                 " is out of range for " + std::to_string(X.value.size()) + " values");
+      io.at.fail("input indices: " + text(i) + " is out of range for " +
+                 std::to_string(X.value.size()) + " values");
     v.push_back(X.value[static_cast<size_t>(i < 0 ? i + n : i)]);
   }
   set_value(io, 0, v);

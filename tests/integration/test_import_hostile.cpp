@@ -263,7 +263,8 @@ TEST_CASE("import size limits are checked before reading and name their variable
   ::setenv("CONVTUNE_IMPORT_MAX_FILE_MB", "1", 1);
   r = autotune({"layers", "--model", big});
   CHECK(r.code == 2);
-  CHECK_THAT(r.out, Contains(big) && Contains("3.0 MiB is over the 1.0 MiB limit for model files") &&
+  CHECK_THAT(r.out, Contains(big) &&
+                        Contains("3.0 MiB is over the 1.0 MiB limit for model files") &&
                         Contains("CONVTUNE_IMPORT_MAX_FILE_MB"));
   ::setenv("CONVTUNE_IMPORT_MAX_FILE_MB", "x1", 1);
   r = autotune({"layers", "--model", big});
