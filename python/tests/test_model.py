@@ -1,4 +1,6 @@
-"""convtune.import_model on a small Caffe prototxt written here."""
+"""convtune.import_model on a small Caffe prototxt written here, and on hostile files."""
+
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +86,23 @@ def test_bad_input_shapes(tmp_path):
     with pytest.raises(convtune.Error, match=r"^inputs: expected str keys"):
         convtune.import_model(path, {0: (1, 3, 32, 32)})
     assert convtune.import_model(path, {"data": [2, 3, 32, 32]})[0].N == 2
+
+
+HOSTILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "hostile"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in HOSTILE.glob("*.onnx")))
+def test_crafted_onnx_raises_error_naming_the_file(name):
+    # Each once killed the Python process inside ONNX 1.12's shape inference (issue 59).
+    path = HOSTILE / name
+    with pytest.raises(convtune.Error) as e:
+        convtune.import_model(path)
+    assert str(path) in str(e.value)
+
+
+def test_model_over_the_size_limit_is_refused_before_reading(tmp_path, monkeypatch):
+    path = tmp_path / "big.prototxt"
+    path.write_text(PROTOTXT + "#" * (2 << 20))
+    monkeypatch.setenv("CONVTUNE_IMPORT_MAX_FILE_MB", "1")
+    with pytest.raises(convtune.Error, match="over the 1.0 MiB limit for model files"):
+        convtune.import_model(path)
