@@ -19,17 +19,17 @@ from tune_json import load_layers
 
 
 def is_ok(c):
-    return c.get("status") == "ok" and (c.get("median_ms") or -1) > 0
+    return c.get("status") == "ok" and (c.get("min_ms") or -1) > 0
 
 
 def fastest(layer, pred):
     pool = [c for c in layer.get("candidates", []) if is_ok(c) and pred(c.get("algo", ""))]
-    return min(pool, key=lambda c: c["median_ms"]) if pool else None
+    return min(pool, key=lambda c: c["min_ms"]) if pool else None
 
 
 def winner(layer):
     w = layer.get("winner")
-    if isinstance(w, dict) and (w.get("median_ms") or -1) > 0:
+    if isinstance(w, dict) and (w.get("min_ms") or -1) > 0:
         return w
     return fastest(layer, lambda a: True)
 
@@ -44,7 +44,7 @@ def stride(layer):
 
 
 def ms(c):
-    return f"{c['median_ms']:.3f}" if c else "-"
+    return f"{c['min_ms']:.3f}" if c else "-"
 
 
 def name(c):
@@ -72,7 +72,7 @@ def print_problems(gpu):
 
 
 def print_own_vs_cudnn(gpu):
-    print("\nOur best own CUDA kernel vs the best cuDNN algorithm (cuda:0, median ms; "
+    print("\nOur best own CUDA kernel vs the best cuDNN algorithm (cuda:0, min ms; "
           "ratio = ours / cuDNN, < 1 means ours is faster)")
     head = f"{'layer':26} {'our best kernel':28} {'ms':>9}  {'best cuDNN':34} {'ms':>9} {'ratio':>7}"
     print(head)
@@ -83,7 +83,7 @@ def print_own_vs_cudnn(gpu):
         vendor = fastest(layer, is_cudnn)
         ratio = "-"
         if own and vendor:
-            r = own["median_ms"] / vendor["median_ms"]
+            r = own["min_ms"] / vendor["min_ms"]
             ratios.append(r)
             ratio = f"{r:.2f}"
         print(f"{label(layer):26} {name(own):28} {ms(own):>9}  {name(vendor):34} {ms(vendor):>9} "
@@ -95,7 +95,7 @@ def print_own_vs_cudnn(gpu):
 
 def print_seed_table(gpu, cpu):
     by_key = {layer.get("key"): layer for layer in gpu}
-    print("\nSeed stride table: the winner on each device (median ms; speed-up = CPU / GPU)")
+    print("\nSeed stride table: the winner on each device (min ms; speed-up = CPU / GPU)")
     head = f"{'layer':18} {'stride':>6}  {'CPU winner':30} {'ms':>9}  {'GPU winner':34} {'ms':>9} {'speed-up':>9}"
     print(head)
     print("-" * len(head))
@@ -103,7 +103,7 @@ def print_seed_table(gpu, cpu):
         g = by_key.get(layer.get("key"))
         cw = winner(layer)
         gw = winner(g) if g else None
-        speedup = f"{cw['median_ms'] / gw['median_ms']:.1f}x" if cw and gw else "-"
+        speedup = f"{cw['min_ms'] / gw['min_ms']:.1f}x" if cw and gw else "-"
         print(f"{label(layer):18} {stride(layer):>6}  {name(cw):30} {ms(cw):>9}  {name(gw):34} "
               f"{ms(gw):>9} {speedup:>9}")
 
@@ -119,7 +119,7 @@ def print_per_algorithm(gpu):
             a = c.get("algo", "")
             if is_own_cuda(a) and a not in algos:
                 algos.append(a)
-    print("\nEach own CUDA algorithm's best config vs cuDNN's best algorithm (cuda:0, median ms; "
+    print("\nEach own CUDA algorithm's best config vs cuDNN's best algorithm (cuda:0, min ms; "
           "ratio = ours / cuDNN, < 1 means ours is faster; '-' = not applicable or none correct)")
     short = [a[len("cuda."):] for a in algos]
     head = f"{'layer':26} {'best cuDNN':26} {'ms':>8}" + "".join(f"  {s:>22}" for s in short)
@@ -134,9 +134,9 @@ def print_per_algorithm(gpu):
             c = fastest(layer, lambda x, a=a: x == a)
             cell = "-"
             if c:
-                cell = f"{c.get('config', '')} {c['median_ms']:.3f}"
+                cell = f"{c.get('config', '')} {c['min_ms']:.3f}"
                 if vendor:
-                    r = c["median_ms"] / vendor["median_ms"]
+                    r = c["min_ms"] / vendor["min_ms"]
                     ratios[a].append(r)
                     cell += f" ({r:.2f})"
             row += f"  {cell:>22}"

@@ -5,11 +5,11 @@ usage: own_vs_onednn.py [--path oneshot|packed] EXPLAIN_JSON...
 
 Each EXPLAIN_JSON is the output of `autotune explain --batch FILE --threads 2 --json` (run the
 same layers several times, e.g. alternating ISA caps, to get past a busy machine): a candidate's
-time is its best median over the files, so a run disturbed by another process does not decide a
+time is its best min_ms (the tuner's estimate, the fastest clean round) over the files, so a run disturbed by another process does not decide a
 ratio. Layers are matched by key and printed in first-seen order.
 
-Columns: own best (algo config, median ms; oneDNN excluded), the faster cpu.onednn config
-(median ms), speed = oneDNN ms / own ms (> 1: ours is faster; the goal is >= 0.95 on every layer
+Columns: own best (algo config, min ms; oneDNN excluded), the faster cpu.onednn config
+(min ms), speed = oneDNN ms / own ms (> 1: ours is faster; the goal is >= 0.95 on every layer
 and >= 1.3 as the geometric mean), and the own kernel's % of the measured FMA peak (direct
 convolution FLOPs / time / peak_gflops). --path packed compares packed-weights times (what a
 Plan pays). Exits 1 when a file cannot be read or no layer has both an own and a oneDNN time.
@@ -47,11 +47,11 @@ def fastest(best, pred):
 
 
 def main(argv):
-    field = "median_ms"
+    field = "min_ms"
     if len(argv) > 2 and argv[1] == "--path":
         if argv[2] not in ("oneshot", "packed"):
             sys.exit("own_vs_onednn.py: --path must be oneshot or packed")
-        field = "packed_median_ms" if argv[2] == "packed" else field
+        field = "packed_min_ms" if argv[2] == "packed" else field
         argv = argv[2:]
     if len(argv) < 2:
         sys.exit(__doc__)

@@ -103,7 +103,7 @@ struct CandidateResult : Measurement {
   double max_rel_error = -1;
   double error_bound = 0;    ///< the algorithm's bound on max_error
   bool from_perfdb = false;  ///< taken from TuneOptions::measured, not measured in this run
-  double gflops(const ConvProblem& p) const;  ///< direct-convolution FLOPs / median time
+  double gflops(const ConvProblem& p) const;  ///< direct-convolution FLOPs / min_ms (the estimate)
   /// The time on the Plan path: packed_min_ms when packable, else min_ms.
   double plan_ms() const { return packed_min_ms >= 0 ? packed_min_ms : min_ms; }
 };

@@ -31,10 +31,11 @@ nb::dict candidate(const conv::TuneResult& r, size_t i, double peak) {
   d["max_ms"] = number(c.max_ms);
   d["packed_min_ms"] = number(c.packed_min_ms);
   d["packed_median_ms"] = number(c.packed_median_ms);
-  d["gflops"] = c.median_ms > 0 ? nb::object(nb::float_(c.gflops(r.problem))) : nb::none();
+  d["gflops"] = c.gflops(r.problem) > 0 ? nb::object(nb::float_(c.gflops(r.problem))) : nb::none();
   if (peak > 0)
-    d["percent_peak"] =
-        c.median_ms > 0 ? nb::object(nb::float_(100 * c.gflops(r.problem) / peak)) : nb::none();
+    d["percent_peak"] = c.gflops(r.problem) > 0
+                            ? nb::object(nb::float_(100 * c.gflops(r.problem) / peak))
+                            : nb::none();
   d["workspace_bytes"] = c.workspace_bytes;
   d["error"] = number(c.max_error);
   d["rel_error"] = number(c.max_rel_error);
@@ -149,7 +150,7 @@ stored (bool), perfdb (path or None),
 candidates: list of dicts (registry order) with algo, config, status ("ok", "rejected": error
 above bound, "failed": raised, "skipped": budget or workspace), message, min_ms (the fastest
 clean round, what the choice uses), median_ms, max_ms, packed_min_ms and packed_median_ms
-(with pre-packed weights, a Plan's time; None when not packable), gflops (GFLOP/s at the median),
+(with pre-packed weights, a Plan's time; None when not packable), gflops (GFLOP/s at min_ms, the estimate),
 workspace_bytes, error (max |y - y_ref| / error scale, compared with error_bound), rel_error
 (max |y - y_ref| / (|bias| + sum|x*w|)), runs, quality (rounds, clean_rounds, spread, noisy),
 from_perfdb, winner (bool), packed_winner (bool); times in ms, None when not measured;

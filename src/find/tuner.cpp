@@ -8,7 +8,8 @@
 namespace conv {
 
 double CandidateResult::gflops(const ConvProblem& p) const {
-  return median_ms > 0 ? p.flops() / (median_ms * 1e6) : 0;
+  const double ms = min_ms > 0 ? min_ms : median_ms;  // the estimate the choice is made on
+  return ms > 0 ? p.flops() / (ms * 1e6) : 0;
 }
 
 const CandidateResult* TuneResult::find(const std::string& algo_id) const {

@@ -286,6 +286,14 @@ TEST_CASE("autotune tune: a re-tune measures the vendor baseline again with the 
   REQUIRE(j[0]["baseline"].is_object());
   CHECK(j[0]["baseline"]["algo"] == "cpu.onednn");
   CHECK(j[0]["baseline"]["median_ms"].get<double>() < 1000);
+  // One estimator (min_ms) for the choice, the JSON and the speed-up: the winner is never shown
+  // slower than a candidate it beat, and the ratio compares like with like.
+  const double winner_ms = j[0]["winner"]["min_ms"].get<double>();
+  for (const auto& c : j[0]["candidates"])
+    if (c["status"] == "ok") CHECK(winner_ms <= c["min_ms"].get<double>());
+  CHECK(j[0]["speedup"].get<double>() ==
+        Approx(j[0]["baseline"]["min_ms"].get<double>() / winner_ms));
+  CHECK(j[0]["winner"]["gflops"].get<double>() == Approx(p3x3.flops() / (winner_ms * 1e6)));
   // The other current candidates are still read back, not measured again.
   int reused = 0;
   for (const auto& c :
