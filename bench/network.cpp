@@ -1,0 +1,172 @@
+// Where the time of a network goes: the layers of a layer file called in file (network) order,
+// as a user's network code would, against the times the tuner stored for the same winners.
+// For each layer: the stored min and median (one-shot and Plan path), the median of the layer
+// called alone back to back (hot caches), and the medians inside the network loop through
+// best_forward and through Plan::execute; optionally with the last-level cache evicted between
+// layers (untimed) to show what cold caches cost. Prints a table and the sums.
+// Usage: bench_network LAYERS.txt [--db PATH] [--threads N] [--reps N] [--evict]
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "buffer.hpp"
+#include "conv/conv.hpp"
+#include "conv/perfdb.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Layer {
+  conv::ConvProblem p;
+  conv::AlignedBuffer x, w, b, y;
+  std::unique_ptr<conv::Plan> plan;
+  double stored_min = -1, stored_median = -1, plan_min = -1, plan_median = -1;
+  std::vector<double> alone, loop_bf, loop_plan;
+  std::string algo;
+};
+
+/// Touches a buffer twice the last-level cache: what the layers before a layer do to its data.
+struct Evictor {
+  std::vector<char> junk;
+  Evictor() {
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = 32l << 20;
+    junk.assign(static_cast<size_t>(std::min(llc, 512l << 20)) * 2, 1);
+  }
+  void operator()() {
+    for (size_t i = 0; i < junk.size(); i += 64) junk[i] = static_cast<char>(junk[i] + 1);
+  }
+};
+
+int run(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(
+        stderr, "usage: bench_network LAYERS.txt [--db PATH] [--threads N] [--reps N] [--evict]\n");
+    return 2;
+  }
+  std::string db =
+      (std::filesystem::temp_directory_path() / "convtune-bench-network.sqlite").string();
+  int threads = 2, reps = 20;
+  bool evict = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--db" && i + 1 < argc)
+      db = argv[++i];
+    else if (a == "--threads" && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (a == "--evict")
+      evict = true;
+    else {
+      std::fprintf(stderr, "bench_network: unknown argument \"%s\"\n", a.c_str());
+      return 2;
+    }
+  }
+  if (threads < 1 || reps < 1) {
+    std::fprintf(stderr, "bench_network: --threads and --reps must be >= 1\n");
+    return 2;
+  }
+  conv::ForwardOptions o;
+  o.threads = threads;
+  o.perfdb_path = db;
+  std::vector<Layer> layers;
+  for (const auto& p : conv::read_batch_file(argv[1])) {
+    Layer l;
+    l.p = p;
+    l.x = conv::AlignedBuffer(p.x_bytes()), l.w = conv::AlignedBuffer(p.w_bytes());
+    l.b = conv::AlignedBuffer(static_cast<size_t>(p.K) * 4), l.y = conv::AlignedBuffer(p.y_bytes());
+    conv::fill_uniform(l.x.floats(), p.x_elems(), 1);
+    conv::fill_uniform(l.w.floats(), p.w_elems(), 2);
+    conv::fill_uniform(l.b.floats(), p.K, 3);
+    std::fprintf(stderr, "tuning %s ...\n", p.name.c_str());
+    l.algo =
+        conv::best_forward(p, l.x.floats(), l.w.floats(), l.b.floats(), l.y.floats(), o).algo_id;
+    l.plan = std::make_unique<conv::Plan>(conv::Plan::create(p, o));
+    l.plan->pack_weights(l.w.floats());
+    layers.push_back(std::move(l));
+  }
+  const conv::PerfDb perfdb = conv::PerfDb::open(db, true);
+  const std::string fp = o.device.fingerprint(threads);
+  for (auto& l : layers) {
+    if (const auto w = perfdb.lookup(fp, l.p.key(), conv::ExecPath::oneshot))
+      l.stored_min = w->min_ms, l.stored_median = w->median_ms;
+    if (const auto w = perfdb.lookup(fp, l.p.key(), conv::ExecPath::packed))
+      l.plan_min = w->min_ms, l.plan_median = w->median_ms;
+  }
+  Evictor evictor;
+  // Alone: each layer back to back (hot), as the tuner's batches run it.
+  for (auto& l : layers) {
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = Clock::now();
+      l.plan->execute(l.x.floats(), nullptr, l.b.floats(), l.y.floats());
+      l.alone.push_back(ms_since(t0));
+    }
+  }
+  std::vector<double> sum_bf, sum_plan;
+  for (int r = 0; r < reps; ++r) {
+    double s_bf = 0, s_plan = 0;
+    for (auto& l : layers) {
+      if (evict) evictor();
+      const auto t0 = Clock::now();
+      conv::best_forward(l.p, l.x.floats(), l.w.floats(), l.b.floats(), l.y.floats(), o);
+      l.loop_bf.push_back(ms_since(t0));
+      s_bf += l.loop_bf.back();
+    }
+    for (auto& l : layers) {
+      if (evict) evictor();
+      const auto t0 = Clock::now();
+      l.plan->execute(l.x.floats(), nullptr, l.b.floats(), l.y.floats());
+      l.loop_plan.push_back(ms_since(t0));
+      s_plan += l.loop_plan.back();
+    }
+    sum_bf.push_back(s_bf), sum_plan.push_back(s_plan);
+  }
+  std::printf("%-28s %-22s %9s %9s %9s %9s %9s %9s %9s\n", "layer", "one-shot winner", "st.min",
+              "st.med", "plan.min", "plan.med", "alone", "loop.bf", "loop.plan");
+  double t_min = 0, t_med = 0, t_pmin = 0, t_pmed = 0, t_alone = 0;
+  for (const auto& l : layers) {
+    std::printf("%-28.28s %-22.22s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", l.p.name.c_str(),
+                l.algo.c_str(), l.stored_min, l.stored_median, l.plan_min, l.plan_median,
+                median(l.alone), median(l.loop_bf), median(l.loop_plan));
+    t_min += l.stored_min, t_med += l.stored_median, t_pmin += l.plan_min, t_pmed += l.plan_median;
+    t_alone += median(l.alone);
+  }
+  std::printf("%-51s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n",
+              "sum (loops: median of the sums)", t_min, t_med, t_pmin, t_pmed, t_alone,
+              median(sum_bf), median(sum_plan));
+  std::printf("loop.bf / stored median sum %.2fx, loop.plan / plan median sum %.2fx%s\n",
+              median(sum_bf) / t_med, median(sum_plan) / t_pmed,
+              evict ? " (last-level cache evicted before each layer)" : "");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_network: %s\n", e.what());
+    return 1;
+  }
+}
