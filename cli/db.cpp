@@ -355,7 +355,7 @@ std::vector<conv::PerfDb> read_layers(const std::string& user) {
 
 int run_db_show(const Common& c, bool all_devices) {
   const conv::Device device = parse_device(c.device);
-  const std::string fingerprint = device.fingerprint(c.threads);
+  const std::string fingerprint = device.fingerprint(c.threads, c.timing_mode());
   const std::string user = c.db_path();
   const auto dbs = read_layers(user);
   struct Row {
@@ -397,7 +397,7 @@ int run_db_show(const Common& c, bool all_devices) {
       if (all_devices) std::cout << "device " << printable(r.w.fingerprint) << ":\n";
       char head[512];
       std::snprintf(head, sizeof head, "%-26s %-8s %-30s %10s  %-28s %-20s %s\n", "layer", "path",
-                    "winner", "median ms", "measurement", "date", "source");
+                    "winner", "min ms", "measurement", "date", "source");
       std::cout << head;
       device_shown = r.w.fingerprint;
     }
@@ -405,7 +405,8 @@ int run_db_show(const Common& c, bool all_devices) {
     char line[1024];
     std::snprintf(line, sizeof line, "%-26s %-8s %-30s %10.3f  %-28s %-20s %s\n",
                   printable(w.name.empty() ? r.w.key : w.name).c_str(), conv::to_string(r.w.path),
-                  printable(w.algo_id + " " + w.config).c_str(), w.median_ms,
+                  printable(w.algo_id + " " + w.config).c_str(),
+                  w.min_ms > 0 ? w.min_ms : w.median_ms,  // the estimate; old rows: the median
                   quality_text(w.quality, true).c_str(), printable(w.date).c_str(),
                   r.source.c_str());
     std::cout << line;

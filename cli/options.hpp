@@ -78,6 +78,7 @@ struct Common {
   int threads = 0;
   std::string db;
   std::string device = "cpu";
+  std::string timing = "cold";
   bool json = false;
   void add_to(CLI::App* app, bool with_db) {
     app->add_option("--threads", threads,
@@ -91,9 +92,15 @@ struct Common {
                       "$XDG_CACHE_HOME/convtune/perfdb.sqlite, else ~/.cache/convtune/...)")
           ->check([](const std::string& v) { return v.empty() ? "empty path" : ""; });
     app->add_option("--device", device, "cpu or cuda:N (explain: also all, every device)");
+    app->add_option("--timing", timing,
+                    "how runs are timed, and so which winners apply: cold (evicted from the "
+                    "caches before each run, as a layer in a network) or hot (back to back)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"cold", "hot"}));
     app->add_flag("--json", json, "print JSON instead of tables");
   }
   std::string db_path() const { return db.empty() ? conv::PerfDb::default_path() : db; }
+  conv::Timing timing_mode() const { return conv::parse_timing(timing); }
   // More OpenMP threads than processors only oversubscribe the cores (every barrier then waits
   // for a descheduled thread): allowed, as a user may mean it, but said.
   void warn_threads() const {
@@ -199,6 +206,7 @@ struct TuneArgs {
     conv::TuneOptions o;
     o.device = d;
     o.threads = c.threads;
+    o.timing = c.timing_mode();
     o.algo_pattern = algo;
     o.budget_ms = budget_s * 1000;
     o.min_rounds = rounds;

@@ -77,7 +77,7 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
   const auto problems = select_shard(collect_problems(t, miopen), shard, &duplicates);
   const conv::Device device = parse_device(c.device);
   const conv::TuneOptions options = t.options(c, device);
-  const std::string fingerprint = device.fingerprint(c.threads);
+  const std::string fingerprint = device.fingerprint(c.threads, c.timing_mode());
   conv::PerfDb db = open_user(c.db_path());
   const std::vector<conv::PerfDb> system = open_system();
   if (duplicates > 0)

@@ -43,6 +43,10 @@ struct ForwardOptions {
   void* workspace = nullptr;
   size_t workspace_size = 0;  ///< bytes at `workspace`
   void* stream = nullptr;     ///< cudaStream_t for CUDA devices
+  /// Which measurements choose (conv::Timing): cold (default), for a layer called among others
+  /// as in a network, or hot, for a layer called back to back. Part of the fingerprint: winners
+  /// tuned one way are never used for the other.
+  Timing timing = Timing::cold;
 };
 
 /// What best_forward ran and where the choice came from.

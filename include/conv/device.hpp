@@ -6,6 +6,18 @@
 
 namespace conv {
 
+/// How a time was measured, and so which callers it describes (part of the fingerprint):
+/// - cold (default): the candidate's tensors, weights and workspace are evicted from the caches
+///   before every timed run (x86 CLFLUSH, untimed), as a layer in a network meets them after the
+///   other layers ran;
+/// - hot: run back to back on the same buffers, as a layer called in a tight loop.
+/// A winner measured one way is never served for the other.
+enum class Timing { cold, hot };
+/// "cold" or "hot".
+const char* to_string(Timing t);
+/// Parses "cold" or "hot". Throws conv::Error naming "timing" for anything else.
+Timing parse_timing(const std::string& text);
+
 /// A compute device: the host CPU, or CUDA GPU number `index`.
 struct Device {
   enum class Kind { cpu, cuda };
@@ -20,13 +32,14 @@ struct Device {
   /// "cpu" or "cuda:N".
   std::string name() const;
 
-  /// Text identifying this device for the perf database. CPU: "cpu|<brand>|<ISA level
-  /// avx512/avx2/scalar>|threads=N", with "|onednn=<cap>" before "|threads" where
-  /// ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) keeps oneDNN below that ISA level; GPU: name, compute
-  /// capability, SMs, memory, driver, runtime, cuDNN and cuBLAS versions. No convtune version: what
-  /// changes with an upgrade is tracked per algorithm (Algorithm::version). Entries stored under
-  /// another fingerprint are never used. `threads` = 0 means the OpenMP default.
-  std::string fingerprint(int threads = 0) const;
+  /// Text identifying this device and how it was timed for the perf database. CPU:
+  /// "cpu|<brand>|<ISA level avx512/avx2/scalar>|threads=N|timing=<cold|hot>", with
+  /// "|onednn=<cap>" before "|threads" where ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) keeps oneDNN
+  /// below that ISA level; GPU: name, compute capability, SMs, memory, driver, runtime, cuDNN and
+  /// cuBLAS versions, then "|timing=...". No convtune version: what changes with an upgrade is
+  /// tracked per algorithm (Algorithm::version). Entries stored under another fingerprint are
+  /// never used. `threads` = 0 means the OpenMP default.
+  std::string fingerprint(int threads = 0, Timing timing = Timing::cold) const;
 
   bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
 };

@@ -89,6 +89,10 @@ struct TuneOptions {
   /// Problems up to this many FLOPs are checked against the float64 reference, larger ones
   /// against cpu.im2col_gemm.
   double reference_max_flops = 2e9;
+  /// How runs are timed (conv::Timing, device.hpp): cold (default: the run's tensors, weights and
+  /// workspace evicted from the caches before each timed run, untimed; CPU only so far) or hot
+  /// (back to back). Part of the result's fingerprint, so each mode has its own winners.
+  Timing timing = Timing::cold;
   uint64_t seed = 0x5eed;           ///< random input data seed
   std::shared_ptr<MeasureEnv> env;  ///< null = the real timer and load signals
 };

@@ -18,7 +18,7 @@ const char* kConv2dDoc =
     R"(2-D convolution of NCHW float32 tensors with the fastest correct algorithm.
 
 conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, threads=0, perfdb=None,
-       find_mode=None) -> numpy.ndarray
+       find_mode=None, timing="cold") -> numpy.ndarray
 
 x: (N, C, H, W) input; w: (K, C/groups, R, S) weights (OIHW); bias: (K,) or None. Each a
 float32, C-contiguous CPU array: a NumPy array or any object with __dlpack__ (e.g. a CPU
@@ -35,6 +35,9 @@ $XDG_CACHE_HOME/convtune/perfdb.sqlite, else ~/.cache/convtune/perfdb.sqlite).
 find_mode: what to do when the database has no winner for this problem: "tune" (measure
 every algorithm now and store the winner; the default, takes about a second or more the first
 time per problem), "heuristic" (a cheap rule) or "db_only" (raise).
+timing: which measurements choose: "cold" (default; timed with the data evicted from the caches
+first, as a layer among others in a network) or "hot" (timed back to back, for a layer called in
+a tight loop); part of the fingerprint, so each has its own winners.
 
 Returns a new float32 NumPy array (N, K, OH, OW), OH = (H + top + bottom - ((R-1)*dil_h+1))
 // stride_h + 1, OW likewise. Runs conv::best_forward with the GIL released.
@@ -65,7 +68,8 @@ conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride
 
 NumpyArray conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handle stride,
                   nb::handle padding, nb::handle dilation, nb::handle groups,
-                  nb::handle threads_obj, nb::handle perfdb_obj, nb::handle find_mode) {
+                  nb::handle threads_obj, nb::handle perfdb_obj, nb::handle find_mode,
+                  nb::handle timing) {
   const Tensor x = as_tensor(x_obj, "x", 4);
   const Tensor w = as_tensor(w_obj, "w", 4);
   const conv::ConvProblem p = problem_of(x, w, stride, padding, dilation, groups);
@@ -75,8 +79,9 @@ NumpyArray conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::h
     check_shape(*bias, "bias", {p.K}, "(K,)");
   }
   const int threads = thread_arg(threads_obj);
-  const conv::ForwardOptions options = forward_options(
-      threads, optional_path_arg(perfdb_obj, "perfdb"), optional_str_arg(find_mode, "find_mode"));
+  const conv::ForwardOptions options =
+      forward_options(threads, optional_path_arg(perfdb_obj, "perfdb"),
+                      optional_str_arg(find_mode, "find_mode"), str_arg(timing, "timing"));
   float* y = nullptr;
   NumpyArray out = new_array({p.N, p.K, p.OH(), p.OW()}, &y);
   try {
@@ -99,7 +104,7 @@ void bind_conv2d(nb::module_& m) {
         nb::arg("bias").none() = nb::none(), nb::arg("stride").none() = 1,
         nb::arg("padding").none() = 0, nb::arg("dilation").none() = 1, nb::arg("groups").none() = 1,
         nb::kw_only(), nb::arg("threads").none() = 0, nb::arg("perfdb").none() = nb::none(),
-        nb::arg("find_mode").none() = nb::none(), kConv2dDoc);
+        nb::arg("find_mode").none() = nb::none(), nb::arg("timing").none() = "cold", kConv2dDoc);
 }
 
 }  // namespace convtune_py

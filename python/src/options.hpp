@@ -20,14 +20,17 @@ inline int thread_arg(nanobind::handle v) {
 }
 
 /// threads 0 = the OpenMP default; perfdb "" / nullopt = PerfDb::default_path(); find_mode "tune",
-/// "heuristic" or "db_only" (nullopt = the default, tune; CONVTUNE_FIND_MODE overrides either way).
+/// "heuristic" or "db_only" (nullopt = the default, tune; CONVTUNE_FIND_MODE overrides either way);
+/// timing "cold" or "hot" (conv::Timing). Throws conv::Error naming the keyword.
 inline conv::ForwardOptions forward_options(int threads, const std::optional<std::string>& perfdb,
-                                            const std::optional<std::string>& find_mode) {
+                                            const std::optional<std::string>& find_mode,
+                                            const std::string& timing) {
   conv::ForwardOptions o;
   conv::resolve_threads(threads);  // throws conv::Error naming "threads" when out of range
   o.threads = threads;
   if (perfdb) o.perfdb_path = *perfdb;
   if (find_mode) o.find_mode = conv::parse_find_mode(*find_mode);
+  o.timing = conv::parse_timing(timing);
   return o;
 }
 

@@ -96,11 +96,15 @@ void bind_perfdb(nb::module_& m) {
       "is set.");
   m.def(
       "fingerprint",
-      [](nb::handle threads) { return conv::Device::cpu().fingerprint(thread_arg(threads)); },
-      nb::arg("threads").none() = 0,
-      "The text that identifies this CPU in perf databases: 'cpu|<brand>|<ISA>|threads=N' "
-      "(threads 0 = the OpenMP default; '|onednn=<cap>' before '|threads' where ONEDNN_MAX_CPU_ISA "
-      "keeps oneDNN below <ISA>). Raises convtune.Error naming threads for a bad value or type.");
+      [](nb::handle threads, nb::handle timing) {
+        return conv::Device::cpu().fingerprint(thread_arg(threads),
+                                               conv::parse_timing(str_arg(timing, "timing")));
+      },
+      nb::arg("threads").none() = 0, nb::arg("timing").none() = "cold",
+      "The text that identifies this CPU and how it was timed in perf databases: "
+      "'cpu|<brand>|<ISA>|threads=N|timing=cold' (threads 0 = the OpenMP default; timing 'cold' or "
+      "'hot'; '|onednn=<cap>' before '|threads' where ONEDNN_MAX_CPU_ISA keeps oneDNN below "
+      "<ISA>). Raises convtune.Error naming threads or timing for a bad value or type.");
   m.def(
       "cpu_isa", [] { return std::string(conv::to_string(conv::cpu_isa())); },
       "The instruction set the CPU kernels use: 'avx512', 'avx2' or 'scalar' (capped by "

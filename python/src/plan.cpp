@@ -19,7 +19,8 @@ namespace {
 
 const char* kPlanDoc = R"(A convolution chosen once and run many times (conv::Plan).
 
-Plan(problem=None, *, algo=None, config="", threads=0, perfdb=None, find_mode=None, **fields)
+Plan(problem=None, *, algo=None, config="", threads=0, perfdb=None, find_mode=None, timing="cold",
+     **fields)
 
 problem: a convtune.Problem or a benchdnn descriptor string; or pass the Problem keyword fields
 (N=, C=, H=, W=, K=, R=, S=, stride=, padding=, dilation=, groups=, name=) instead. One of the
@@ -28,7 +29,7 @@ Without algo, the algorithm is chosen like conv2d does, but for the Plan path (i
 in the perf database, timed with packed weights; may tune on a miss, with the GIL released).
 algo/config: run this algorithm id (e.g. "cpu.im2col_gemm") and config (e.g. "m4"; "" = the
 algorithm's default config) instead; a config without algo raises convtune.Error.
-threads, perfdb, find_mode: as for conv2d.
+threads, perfdb, find_mode, timing: as for conv2d.
 
 Then pack_weights(w) once and execute(x) -> numpy.ndarray (N, K, OH, OW) as often as needed.
 A Plan may be shared by threads: their execute() and pack_weights() calls take turns (they share
@@ -126,7 +127,8 @@ void bind_plan(nb::module_& m) {
       .def(
           "__init__",
           [](PyPlan* self, nb::handle problem, nb::handle algo, nb::handle config,
-             nb::handle threads, nb::handle perfdb, nb::handle find_mode, nb::kwargs fields) {
+             nb::handle threads, nb::handle perfdb, nb::handle find_mode, nb::handle timing,
+             nb::kwargs fields) {
             conv::ConvProblem p;
             if (!problem.is_none()) {
               if (nb::len(fields) > 0)
@@ -144,12 +146,14 @@ void bind_plan(nb::module_& m) {
             new (self)
                 PyPlan(p, optional_str_arg(algo, "algo"), str_arg(config, "config"),
                        forward_options(thread_arg(threads), optional_path_arg(perfdb, "perfdb"),
-                                       optional_str_arg(find_mode, "find_mode")));
+                                       optional_str_arg(find_mode, "find_mode"),
+                                       str_arg(timing, "timing")));
           },
           nb::arg("problem").none() = nb::none(), nb::kw_only(),
           nb::arg("algo").none() = nb::none(), nb::arg("config").none() = "",
           nb::arg("threads").none() = 0, nb::arg("perfdb").none() = nb::none(),
-          nb::arg("find_mode").none() = nb::none(), nb::arg("fields"))
+          nb::arg("find_mode").none() = nb::none(), nb::arg("timing").none() = "cold",
+          nb::arg("fields"))
       .def("pack_weights", &PyPlan::pack_weights, nb::arg("w").none(),
            "Transforms and keeps the weights w (K, C/groups, R, S) float32; execute() may then "
            "omit w. The Plan keeps its own copy (for an algorithm that does not pack, of w as "

@@ -85,11 +85,12 @@ struct Knobs {
   int64_t min_rounds, max_rounds;
   std::optional<double> workspace_limit;
   bool check;
+  conv::Timing timing;
 };
 
 Knobs knobs(nb::handle threads, nb::handle algo, nb::handle budget_s, nb::handle min_rounds,
             nb::handle max_rounds, nb::handle batch_ms, nb::handle workspace_limit,
-            nb::handle check) {
+            nb::handle check, nb::handle timing) {
   return {thread_arg(threads),
           str_arg(algo, "algo"),
           number_arg(budget_s, "budget_s"),
@@ -97,7 +98,8 @@ Knobs knobs(nb::handle threads, nb::handle algo, nb::handle budget_s, nb::handle
           int_arg(min_rounds, "min_rounds", "[1, 100000]"),
           int_arg(max_rounds, "max_rounds", "[min_rounds, 100000]"),
           optional_number_arg(workspace_limit, "workspace_limit"),
-          bool_arg(check, "check")};
+          bool_arg(check, "check"),
+          conv::parse_timing(str_arg(timing, "timing"))};
 }
 
 conv::TuneOptions options(const Knobs& k) {
@@ -127,19 +129,22 @@ conv::TuneOptions options(const Knobs& k) {
     o.workspace_limit = *k.workspace_limit >= 0x1p64 ? std::numeric_limits<size_t>::max()
                                                      : static_cast<size_t>(*k.workspace_limit);
   o.check = k.check;
+  o.timing = k.timing;
   return o;
 }
 
 const char* kTuneDoc = R"(Measures every algorithm and config on one problem and stores the result.
 
 tune(problem, *, threads=0, algo="", budget_s=120, min_rounds=3, max_rounds=20, batch_ms=1.0,
-     workspace_limit=None, check=True, perfdb=None, store=True, force=False) -> dict
+     workspace_limit=None, check=True, timing="cold", perfdb=None, store=True, force=False) -> dict
 
 problem: a convtune.Problem or a benchdnn descriptor string. Each candidate runs once on random
 data checked against a float64 reference, then is timed in interleaved rounds (a round repeats
 the run for batch_ms milliseconds; min_rounds..max_rounds rounds; budget_s seconds for the whole
 problem). algo: only algorithm ids containing one of these comma-separated substrings.
-workspace_limit: bytes. With store (default), the perf database at `perfdb` (default
+workspace_limit: bytes. timing: "cold" (default; each run's tensors, weights and workspace are
+evicted from the caches first, as a layer in a network meets them) or "hot" (back to back); part
+of the fingerprint, so each has its own winners. With store (default), the perf database at `perfdb` (default
 $CONVTUNE_PERFDB, else ~/.cache/convtune/perfdb.sqlite) provides the candidates it already holds
 (measured again only with force) and receives the measurements, and the winners when the
 measurement is complete, as `autotune tune` does. The GIL is released while measuring.
@@ -161,12 +166,12 @@ str 'yes'"; numbers are int or float, bools True or False).)";
 
 nb::dict tune(nb::handle problem, nb::handle threads, nb::handle algo, nb::handle budget_s,
               nb::handle min_rounds, nb::handle max_rounds, nb::handle batch_ms,
-              nb::handle workspace_limit, nb::handle check, nb::handle perfdb_obj,
-              nb::handle store_obj, nb::handle force_obj) {
+              nb::handle workspace_limit, nb::handle check, nb::handle timing,
+              nb::handle perfdb_obj, nb::handle store_obj, nb::handle force_obj) {
   const conv::ConvProblem p = to_problem(problem);
   const std::optional<std::string> perfdb = optional_path_arg(perfdb_obj, "perfdb");
-  const Knobs k =
-      knobs(threads, algo, budget_s, min_rounds, max_rounds, batch_ms, workspace_limit, check);
+  const Knobs k = knobs(threads, algo, budget_s, min_rounds, max_rounds, batch_ms, workspace_limit,
+                        check, timing);
   const bool store = bool_arg(store_obj, "store"), force = bool_arg(force_obj, "force");
   p.validate();
   conv::TuneOptions o = options(k);
@@ -176,7 +181,7 @@ nb::dict tune(nb::handle problem, nb::handle threads, nb::handle algo, nb::handl
     nb::gil_scoped_release unlocked;
     if (store) {
       db.emplace(conv::PerfDb::open(perfdb ? *perfdb : conv::PerfDb::default_path()));
-      if (!force) o.measured = db->candidates(o.device.fingerprint(o.threads), p.key());
+      if (!force) o.measured = db->candidates(o.device.fingerprint(o.threads, o.timing), p.key());
     }
     r = conv::tune(p, o);
     if (db) conv::store_result(*db, r);
@@ -190,7 +195,7 @@ nb::dict tune(nb::handle problem, nb::handle threads, nb::handle algo, nb::handl
 const char* kExplainDoc = R"(Measures every algorithm on one problem now and explains the choice.
 
 explain(problem, *, threads=0, algo="", budget_s=120, min_rounds=3, max_rounds=20,
-        batch_ms=1.0, workspace_limit=None, check=True, perfdb=None) -> dict
+        batch_ms=1.0, workspace_limit=None, check=True, timing="cold", perfdb=None) -> dict
 
 Like tune(..., store=False) (nothing is read from or written to a perf database while
 measuring), plus: peak_gflops (this CPU's measured FMA peak, GFLOP/s; 0 when unknown), each
@@ -200,11 +205,12 @@ Raises convtune.Error, for an option of the wrong type too, as tune() does.)";
 
 nb::dict explain(nb::handle problem, nb::handle threads, nb::handle algo, nb::handle budget_s,
                  nb::handle min_rounds, nb::handle max_rounds, nb::handle batch_ms,
-                 nb::handle workspace_limit, nb::handle check, nb::handle perfdb_obj) {
+                 nb::handle workspace_limit, nb::handle check, nb::handle timing,
+                 nb::handle perfdb_obj) {
   const conv::ConvProblem p = to_problem(problem);
   const std::optional<std::string> perfdb = optional_path_arg(perfdb_obj, "perfdb");
-  const Knobs k =
-      knobs(threads, algo, budget_s, min_rounds, max_rounds, batch_ms, workspace_limit, check);
+  const Knobs k = knobs(threads, algo, budget_s, min_rounds, max_rounds, batch_ms, workspace_limit,
+                        check, timing);
   p.validate();
   const conv::TuneOptions o = options(k);
   conv::TuneResult r;
@@ -257,14 +263,15 @@ void bind_tune(nb::module_& m) {
         nb::arg("algo").none() = "", nb::arg("budget_s").none() = 120.0,
         nb::arg("min_rounds").none() = 3, nb::arg("max_rounds").none() = 20,
         nb::arg("batch_ms").none() = 1.0, nb::arg("workspace_limit").none() = nb::none(),
-        nb::arg("check").none() = true, nb::arg("perfdb").none() = nb::none(),
-        nb::arg("store").none() = true, nb::arg("force").none() = false, kTuneDoc);
+        nb::arg("check").none() = true, nb::arg("timing").none() = "cold",
+        nb::arg("perfdb").none() = nb::none(), nb::arg("store").none() = true,
+        nb::arg("force").none() = false, kTuneDoc);
   m.def("explain", &explain, nb::arg("problem").none(), nb::kw_only(),
         nb::arg("threads").none() = 0, nb::arg("algo").none() = "",
         nb::arg("budget_s").none() = 120.0, nb::arg("min_rounds").none() = 3,
         nb::arg("max_rounds").none() = 20, nb::arg("batch_ms").none() = 1.0,
         nb::arg("workspace_limit").none() = nb::none(), nb::arg("check").none() = true,
-        nb::arg("perfdb").none() = nb::none(), kExplainDoc);
+        nb::arg("timing").none() = "cold", nb::arg("perfdb").none() = nb::none(), kExplainDoc);
 }
 
 }  // namespace convtune_py

@@ -20,12 +20,12 @@ namespace conv {
 namespace {
 
 // Everything a cached choice depends on besides the problem: device, threads, workspace limit,
-// path, and the find mode and perf database as the options give them (else a heuristic choice could
-// answer a later call that asks to tune into another database, and a choice from one database a
-// db_only call on another); the environment's overrides and default path are read on a miss only.
-// Found without allocating: the path is compared as a string_view.
+// path, timing, and the find mode and perf database as the options give them (else a heuristic
+// choice could answer a later call that asks to tune into another database, and a choice from one
+// database a db_only call on another); the environment's overrides and default path are read on a
+// miss only. Found without allocating: the path is compared as a string_view.
 template <class Text>
-using Key = std::tuple<ProblemFields, std::array<uint64_t, 5>, Text>;
+using Key = std::tuple<ProblemFields, std::array<uint64_t, 6>, Text>;
 using CacheKey = Key<std::string>;
 
 Key<std::string_view> cache_key(const ConvProblem& p, const ForwardOptions& o, int threads,
@@ -33,7 +33,7 @@ Key<std::string_view> cache_key(const ConvProblem& p, const ForwardOptions& o, i
   return {problem_fields(p),
           {static_cast<uint64_t>(o.device.kind) << 32 | static_cast<uint64_t>(o.device.index),
            static_cast<uint64_t>(threads), o.workspace_limit, static_cast<uint64_t>(path),
-           static_cast<uint64_t>(o.find_mode)},
+           static_cast<uint64_t>(o.find_mode), static_cast<uint64_t>(o.timing)},
           o.perfdb_path};
 }
 
@@ -202,7 +202,7 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
 
   const FindMode mode = effective_find_mode(o);
   const std::string db_path = o.perfdb_path.empty() ? PerfDb::default_path() : o.perfdb_path;
-  const std::string fingerprint = o.device.fingerprint(threads);
+  const std::string fingerprint = o.device.fingerprint(threads, o.timing);
   const std::string pkey = p.key();
   std::vector<PerfDb> layers = open_layers(db_path, mode);
   const bool have_user = !layers.empty() && layers.front().path() == db_path;
@@ -242,6 +242,7 @@ Choice choose(const ConvProblem& p, const ForwardOptions& o, ExecPath path) {
       TuneOptions t;
       t.device = o.device;
       t.threads = threads;
+      t.timing = o.timing;
       t.workspace_limit = o.workspace_limit;
       // Measure only what the user's database lacks or holds out of date.
       if (have_user) t.measured = layers.front().candidates(fingerprint, pkey);

@@ -14,6 +14,7 @@
 #include "conv/error.hpp"
 #include "device_ops.hpp"
 #include "fork_guard.hpp"
+#include "quoted.hpp"
 
 namespace conv {
 
@@ -96,8 +97,18 @@ const char* version() {
   return CONVTUNE_VERSION;
 }
 
-std::string Device::fingerprint(int threads) const {
-  return device_ops(*this).fingerprint(threads);
+const char* to_string(Timing t) {
+  return t == Timing::hot ? "hot" : "cold";
+}
+
+Timing parse_timing(const std::string& text) {
+  if (text == "cold") return Timing::cold;
+  if (text == "hot") return Timing::hot;
+  throw Error("timing: expected cold or hot, got " + quoted(text));
+}
+
+std::string Device::fingerprint(int threads, Timing timing) const {
+  return device_ops(*this).fingerprint(threads) + "|timing=" + to_string(timing);
 }
 
 }  // namespace conv

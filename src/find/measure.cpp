@@ -51,6 +51,7 @@ void run_batch(const Item& item, Stats& s, MeasureEnv& env, const Policy& policy
   double timed = 0, fastest = std::numeric_limits<double>::infinity();
   int runs = 0;
   do {
+    if (item.before_run) item.before_run();
     const double t = env.time_ms(item.run, item.label);
     timed += t;
     fastest = std::min(fastest, t);

@@ -77,7 +77,9 @@ struct Item {
   std::string label;              ///< passed to MeasureEnv::time_ms
   std::function<void()> run;      ///< one call; timed
   std::function<void()> prepare;  ///< before each batch, untimed (e.g. re-packing); may be empty
-  unsigned races = kOneShot;      ///< the races it competes in
+  /// Before each timed run, untimed (Timing::cold: evicting the run's data); may be empty.
+  std::function<void()> before_run;
+  unsigned races = kOneShot;  ///< the races it competes in
 };
 
 /// What the rounds measured for one item. Times in ms.

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "buffer.hpp"
+#include "cache_flush.hpp"
 #include "device_ops.hpp"
 #include "measure.hpp"
 #include "quoted.hpp"
@@ -240,7 +241,7 @@ struct Tuning {
 
   Tuning(const ConvProblem& problem, const TuneOptions& options) : p(problem), o(options) {
     r.problem = p;
-    r.fingerprint = ops.fingerprint(threads);
+    r.fingerprint = o.device.fingerprint(threads, o.timing);
     // Fresh random data on the host first: a problem too big for memory fails here, before any
     // algorithm is asked about it.
     check_host_memory(p, o);
@@ -412,6 +413,20 @@ struct Tuning {
     timed.push_back(std::move(packed));
   }
 
+  // Timing::cold: what one run reads and writes leaves every cache level first, as when the
+  // layers before it in a network have run (GPU: not yet, its runs stay hot).
+  void evict(const Timed& t) const {
+    const ForwardArgs a = args_for(t);
+    flush_from_caches(a.x, p.x_bytes());
+    flush_from_caches(a.w, a.w ? p.w_bytes() : 0);
+    flush_from_caches(a.bias, p.K * 4);
+    flush_from_caches(a.y, p.y_bytes());
+    flush_from_caches(a.workspace, a.workspace_size);
+    if (t.packed)
+      flush_from_caches(a.packed_weights,
+                        t.algo->packed_weights_bytes(p, r.candidates[t.candidate].config));
+  }
+
   // The interleaved timing rounds of everything that passed its check (measure::run_rounds).
   // Fills the times and their quality; keeps each candidate's lower bound for choose_winners().
   std::vector<double> lower, plan_lower;
@@ -430,6 +445,8 @@ struct Tuning {
           t->failure = e.what();
         }
       };
+      if (o.timing == Timing::cold && kind == Device::Kind::cpu)
+        item.before_run = [this, t = &t] { evict(*t); };
       if (t.packed && !t.packed_weights.data())
         item.prepare = [this, t = &t] {
           t->algo->pack_weights(p, r.candidates[t->candidate].config, d.w.floats(),

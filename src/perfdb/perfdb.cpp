@@ -725,13 +725,19 @@ constexpr const char* kUpsertCandidate =
     "WHERE excluded.date > candidates.date";
 constexpr int kCandidateColumns = 20;
 
+// The fingerprint as schema 4 has it: older files' rows were timed hot (migration 4).
+std::string fingerprint_column(int version) {
+  return version >= 4 ? "fingerprint"
+                      : "CASE WHEN instr(fingerprint, '|timing=') = 0 THEN fingerprint || "
+                        "'|timing=hot' ELSE fingerprint END";
+}
 std::string winners_select(int version) {
-  return "SELECT fingerprint, key, path, algo, config, median_ms, date, version, " +
-         winner_added_columns(version) + " FROM winners ORDER BY fingerprint, key, path";
+  return "SELECT " + fingerprint_column(version) + ", key, path, algo, config, median_ms, date, " +
+         "version, " + winner_added_columns(version) + " FROM winners ORDER BY 1, key, path";
 }
 std::string candidates_select(int version) {
-  return "SELECT fingerprint, key, " + candidate_columns(version) +
-         " FROM candidates ORDER BY fingerprint, key, algo, config";
+  return "SELECT " + fingerprint_column(version) + ", key, " + candidate_columns(version) +
+         " FROM candidates ORDER BY 1, key, algo, config";
 }
 
 size_t PerfDb::merge(const std::string& other_path) {

@@ -82,6 +82,14 @@ ALTER TABLE winners ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE candidates ADD COLUMN algo_version TEXT NOT NULL DEFAULT '';
 ALTER TABLE winners ADD COLUMN name TEXT NOT NULL DEFAULT '';
 )sql"},
+      {4, "timing mode in the fingerprint",
+       // Rows measured before timing modes ran back to back on hot buffers: conv::Timing::hot.
+       R"sql(
+UPDATE winners SET fingerprint = fingerprint || '|timing=hot'
+  WHERE instr(fingerprint, '|timing=') = 0;
+UPDATE candidates SET fingerprint = fingerprint || '|timing=hot'
+  WHERE instr(fingerprint, '|timing=') = 0;
+)sql"},
   };
   return steps;
 }

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "buffer.hpp"
+#include "cache_flush.hpp"
+#include "conv/conv.hpp"
 #include "conv/perfdb.hpp"
 #include "conv/tuner.hpp"
 #include "device_ops.hpp"
@@ -230,6 +232,65 @@ TEST_CASE("measure: batches repeat short runs until batch_ms, prepare runs befor
   CHECK(s[0].runs == 3 * 8);  // 8 x 0.125 ms per 1 ms batch
   CHECK(prepared == 3);
   CHECK(s[0].min_ms == 0.125);
+}
+
+TEST_CASE("measure: before_run runs before every timed run, outside the time") {
+  // Timing::cold evicts the run's data this way: it costs wall time (here 5 ms of fake clock per
+  // run) but neither the sample nor the batch's length (timed runs only).
+  ScriptedEnv env;
+  env.true_ms = times({{"tiny", 0.125}});
+  auto v = items({"tiny"});
+  int before = 0;
+  v[0].before_run = [&] {
+    ++before;
+    env.now += 5;
+  };
+  const auto s = conv::measure::run_rounds(v, env, Policy{});
+  CHECK(s[0].runs == 3 * 8);
+  CHECK(before == s[0].runs);
+  CHECK(s[0].min_ms == 0.125);
+  CHECK(s[0].clean_rounds == 3);
+}
+
+TEST_CASE("flush_from_caches takes any range, aligned or not, and keeps the data") {
+  std::vector<float> v(1000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  conv::flush_from_caches(v.data() + 3, 997 * sizeof(float) - 5);
+  conv::flush_from_caches(v.data(), 1);
+  conv::flush_from_caches(nullptr, 0);
+  for (size_t i = 0; i < v.size(); ++i) CHECK(v[i] == static_cast<float>(i));
+}
+
+TEST_CASE("tune: cold and hot timings are stored apart and never serve each other") {
+  const conv::ConvProblem p = conv::parse_descriptor("mb1ic4ih10oc4kh3ph1n\"modes\"");
+  auto env = std::make_shared<ScriptedEnv>();
+  conv::TuneOptions o;
+  o.threads = 1;
+  o.env = env;
+  const auto cold = conv::tune(p, o);
+  CHECK(cold.fingerprint == conv::Device::cpu().fingerprint(1));
+  CHECK(cold.fingerprint.size() > 12);
+  CHECK(cold.fingerprint.substr(cold.fingerprint.size() - 12) == "|timing=cold");
+  o.timing = conv::Timing::hot;
+  const auto hot = conv::tune(p, o);
+  CHECK(hot.fingerprint == conv::Device::cpu().fingerprint(1, conv::Timing::hot));
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "convtune-test-timing.sqlite").string();
+  std::filesystem::remove(path);
+  {
+    auto db = conv::PerfDb::open(path);
+    conv::store_result(db, cold);
+  }
+  std::vector<float> x(p.x_elems(), 1.0f), w(p.w_elems(), 0.5f), y(p.y_elems());
+  conv::ForwardOptions f;
+  f.threads = 1;
+  f.perfdb_path = path;
+  f.find_mode = conv::FindMode::db_only;
+  CHECK(conv::best_forward(p, x.data(), w.data(), nullptr, y.data(), f).source ==
+        conv::ChoiceSource::perfdb);
+  f.timing = conv::Timing::hot;  // only a cold winner is stored
+  CHECK_THROWS_AS(conv::best_forward(p, x.data(), w.data(), nullptr, y.data(), f), conv::Error);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("measure: pruning only happens within a race") {
