@@ -4,7 +4,8 @@
 // called alone back to back (hot caches), and the medians inside the network loop through
 // best_forward and through Plan::execute; optionally with the last-level cache evicted between
 // layers (untimed) to show what cold caches cost. Prints a table and the sums.
-// Usage: bench_network LAYERS.txt [--db PATH] [--threads N] [--reps N] [--evict]
+// Usage: bench_network LAYERS.txt [--db PATH] [--threads N] [--reps N] [--evict] [--timing
+// cold|hot]
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,14 +60,16 @@ struct Evictor {
 
 int run(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(
-        stderr, "usage: bench_network LAYERS.txt [--db PATH] [--threads N] [--reps N] [--evict]\n");
+    std::fprintf(stderr,
+                 "usage: bench_network LAYERS.txt [--db PATH] [--threads N] [--reps N] [--evict] "
+                 "[--timing cold|hot]\n");
     return 2;
   }
   std::string db =
       (std::filesystem::temp_directory_path() / "convtune-bench-network.sqlite").string();
   int threads = 2, reps = 20;
   bool evict = false;
+  conv::Timing timing = conv::Timing::cold;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--db" && i + 1 < argc)
@@ -77,6 +80,8 @@ int run(int argc, char** argv) {
       reps = std::atoi(argv[++i]);
     else if (a == "--evict")
       evict = true;
+    else if (a == "--timing" && i + 1 < argc)
+      timing = conv::parse_timing(argv[++i]);
     else {
       std::fprintf(stderr, "bench_network: unknown argument \"%s\"\n", a.c_str());
       return 2;
@@ -89,6 +94,7 @@ int run(int argc, char** argv) {
   conv::ForwardOptions o;
   o.threads = threads;
   o.perfdb_path = db;
+  o.timing = timing;
   std::vector<Layer> layers;
   for (const auto& p : conv::read_batch_file(argv[1])) {
     Layer l;
@@ -106,7 +112,7 @@ int run(int argc, char** argv) {
     layers.push_back(std::move(l));
   }
   const conv::PerfDb perfdb = conv::PerfDb::open(db, true);
-  const std::string fp = o.device.fingerprint(threads);
+  const std::string fp = o.device.fingerprint(threads, timing);
   for (auto& l : layers) {
     if (const auto w = perfdb.lookup(fp, l.p.key(), conv::ExecPath::oneshot))
       l.stored_min = w->min_ms, l.stored_median = w->median_ms;

@@ -108,8 +108,8 @@ int main(int argc, char** argv) {
   CLI::App app{"autotune: measure convtune's convolution algorithms and keep the winners",
                "autotune"};
   app.require_subcommand(1);
-  Common common_tune, common_explain, common_show, common_db_show;
-  TuneArgs tune_args, explain_args;
+  Common common_tune, common_explain, common_show, common_db_show, common_verify;
+  TuneArgs tune_args, explain_args, verify_args;
   TuneArgs layers_args;
 
   CLI::App* tune = app.add_subcommand(
@@ -130,6 +130,13 @@ int main(int argc, char** argv) {
       "print the problems given as a benchdnn batch file, one named descriptor per line, in "
       "this order: descriptors, --batch files, --model files, the MIOpenDriver line");
   layers_args.add_sources_to(layers);
+
+  CLI::App* verify = app.add_subcommand(
+      "verify",
+      "run each stored winner as a caller does and compare with its stored time; one over 1.25x "
+      "is marked and measured again by the next tune");
+  common_verify.add_to(verify, true);
+  verify_args.add_sources_to(verify);
 
   bool all_devices = false, db_all_devices = false;
   CLI::App* show = app.add_subcommand("show", "the winners stored for this device (= db show)");
@@ -187,7 +194,7 @@ int main(int argc, char** argv) {
     return true;
   };
   if (unknown_subcommand(app, 0) || (args[0] == "db" && unknown_subcommand(*db, 1))) return 2;
-  for (CLI::App* sub : {tune, explain, layers})
+  for (CLI::App* sub : {tune, explain, layers, verify})
     if (!args.empty() && args[0] == sub->get_name()) args = miopen.extract(args, 1, *sub);
   // CLI11 reads "--db=" as "--db" followed by the next argument, which would then be taken as
   // the value (a descriptor as the database path): an empty inline value is an error here.
@@ -211,12 +218,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto run = [&]() -> int {
-    if (miopen.any() && !*tune && !*explain && !*layers)
-      throw UsageError("MIOpenDriver flags only apply to tune, explain and layers");
+    if (miopen.any() && !*tune && !*explain && !*layers && !*verify)
+      throw UsageError("MIOpenDriver flags only apply to tune, explain, layers and verify");
     if (*tune) return common_tune.warn_threads(), run_tune(common_tune, tune_args, miopen);
     if (*explain)
       return common_explain.warn_threads(), run_explain(common_explain, explain_args, miopen);
     if (*layers) return run_layers(layers_args, miopen);
+    if (*verify) return run_verify(common_verify, verify_args, miopen);
     if (*show) return run_db_show(common_show, all_devices);
     if (*db_show) return run_db_show(common_db_show, db_all_devices);
     if (*db_merge) return run_db_merge(merge_sources, merge_into);

@@ -248,6 +248,7 @@ std::vector<conv::PerfDb> read_layers(const std::string& user);
 
 int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen);
 int run_layers(const TuneArgs& t, const MiopenArgs& miopen);
+int run_verify(const Common& c, const TuneArgs& t, const MiopenArgs& miopen);
 int run_db_show(const Common& c, bool all_devices);
 int run_db_merge(const std::vector<std::string>& sources, const std::string& into);
 int run_db_export(const std::string& path, bool as_csv);

@@ -767,3 +767,45 @@ TEST_CASE("perfdb: rows that break the schema's primary key or path check are re
   REQUIRE_FALSE(rows.candidates.empty());
   for (const auto& c : rows.candidates) CHECK(std::isinf(c.candidate.max_error));
 }
+
+TEST_CASE("autotune verify: a winner slower than stored is marked, and tune measures it again") {
+  TempDir tmp;
+  const std::string user = tmp.file("user.sqlite");
+  tune_into(user, p3x3);  // quick_tune: 2 threads, cold timing
+  const std::string fp = conv::Device::cpu().fingerprint(2);
+  const std::string desc = conv::to_descriptor(p3x3);
+  // As stored: every winner within 1.25x (the suite ignores the load, so rounds are clean).
+  Run r = shell(autotune() + "verify '" + desc + "' --threads 2 --db '" + user + "' --json");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.size() == 2);  // one-shot and Plan path
+  for (const auto& e : j) {
+    CHECK(e["observed_ms"].get<double>() > 0);
+    CHECK(e["stored_ms"].get<double>() > 0);
+  }
+  // A stored time no call can match: the winner is marked (its candidate row flagged noisy)...
+  sql(user, "UPDATE winners SET min_ms = 1e-9, median_ms = 1e-9 WHERE path = 'oneshot'");
+  r = shell(autotune() + "verify '" + desc + "' --threads 2 --db '" + user + "'");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("slower: marked, the next tune measures it again") &&
+                        Catch::Contains("1 marked"));
+  auto db = conv::PerfDb::open(user);
+  const auto w = db.lookup(fp, p3x3.key());
+  REQUIRE(w);
+  bool flagged = false;
+  for (const auto& c : db.candidates(fp, p3x3.key()))
+    if (c.algo_id == w->algo_id && c.config == w->config)
+      flagged = c.quality.noisy && c.message.find("autotune verify") != std::string::npos;
+  CHECK(flagged);
+  // ...and the next tune without --force measures exactly that candidate again.
+  auto o = quick_tune();
+  o.measured = db.candidates(fp, p3x3.key());
+  const auto again = conv::tune(p3x3, o);
+  for (const auto& c : again.candidates) {
+    if (c.status != conv::CandidateStatus::ok) continue;
+    INFO(c.algo_id << " " << c.config);
+    CHECK(c.from_perfdb == !(c.algo_id == w->algo_id && c.config == w->config));
+  }
+}
