@@ -104,3 +104,24 @@ def test_tune_limits_past_any_machine():
         r = convtune.tune(DESC, algo="direct", store=False, **q, **big)
         assert r["winner"] is not None, big
         assert not any(c["status"] == "skipped" for c in r["candidates"]), big
+
+
+def test_timing_modes_have_their_own_winners(tmp_path):
+    import numpy as np
+    import pytest
+
+    db = str(tmp_path / "modes.sqlite")
+    hot = convtune.tune(DESC, perfdb=db, timing="hot", **QUICK)
+    assert hot["fingerprint"] == convtune.fingerprint(timing="hot")
+    assert hot["fingerprint"].endswith("|timing=hot")
+    assert convtune.fingerprint().endswith("|timing=cold")
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, (1, 4, 12, 12)).astype(np.float32)
+    w = rng.uniform(-1, 1, (8, 4, 3, 3)).astype(np.float32)
+    # Only hot winners are stored: a cold lookup finds none, a hot one does.
+    with pytest.raises(convtune.Error):
+        convtune.conv2d(x, w, padding=1, perfdb=db, find_mode="db_only")
+    y = convtune.conv2d(x, w, padding=1, perfdb=db, find_mode="db_only", timing="hot")
+    assert y.shape == (1, 8, 12, 12)
+    with pytest.raises(convtune.Error, match='timing: expected cold or hot, got "warm"'):
+        convtune.conv2d(x, w, padding=1, timing="warm")
