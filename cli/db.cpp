@@ -5,10 +5,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <vector>
 
+#include "import_limit.hpp"
 #include "iso_date.hpp"
 #include "options.hpp"
 #include "perf_rows.hpp"
@@ -215,35 +217,145 @@ struct Reader {
   }
 };
 
+// The export format nests 4 deep ({"candidates": [{"quality": {...}}]}); the parser's stacks
+// grow with the depth (20 MB of `[` took 1.57 GB), so deeper input is refused as it is read.
+constexpr size_t kMaxJsonDepth = 32;
+
+// Where the parser is in the file, and how far it may read.
+struct ReadPosition {
+  std::string file;
+  uint64_t limit = 0;
+  uint64_t bytes = 0, line = 1, column = 0;
+  std::string at() const {
+    return "import: " + file + ": line " + std::to_string(line) + ", column " +
+           std::to_string(column) + ": ";
+  }
+};
+
+// The file's bytes for the parser, counted: messages name the line and column, and a file that
+// stat() called small but that grows while it is read (or a /proc file, whose size is 0) is cut
+// off at the size limit.
+class CountingIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = char;
+  CountingIterator() = default;  // the end
+  CountingIterator(std::istream& in, ReadPosition* pos) : it_(in), pos_(pos) {}
+  char operator*() const { return *it_; }
+  CountingIterator& operator++() {
+    if (*it_ == '\n') {
+      ++pos_->line;
+      pos_->column = 0;
+    } else {
+      ++pos_->column;
+    }
+    if (++pos_->bytes > pos_->limit)
+      throw UsageError("import: " + pos_->file + ": over the " + std::to_string(pos_->limit >> 20) +
+                       " MB limit while read (CONVTUNE_IMPORT_MAX_FILE_MB)");
+    ++it_;
+    return *this;
+  }
+  bool operator==(const CountingIterator& o) const { return it_ == o.it_; }
+  bool operator!=(const CountingIterator& o) const { return it_ != o.it_; }
+
+ private:
+  std::istreambuf_iterator<char> it_;
+  ReadPosition* pos_ = nullptr;
+};
+
+// Builds the document as Json::parse does, refusing as it reads nesting past kMaxJsonDepth and a
+// key given twice in one object (the parser keeps the last silently, so a file with two
+// "winners" arrays would have imported one of them as if it were all). Not Json::parse with a
+// callback: its end of each object scans the enclosing array, quadratic (3.5M `{}` in one array
+// ran over 10 minutes).
+class DocumentBuilder : public nlohmann::json_sax<Json> {
+ public:
+  explicit DocumentBuilder(const ReadPosition& pos) : pos_(pos) {}
+  Json document;
+
+  bool null() override { return add(nullptr); }
+  bool boolean(bool v) override { return add(v); }
+  bool number_integer(number_integer_t v) override { return add(v); }
+  bool number_unsigned(number_unsigned_t v) override { return add(v); }
+  bool number_float(number_float_t v, const string_t&) override { return add(v); }
+  bool string(string_t& v) override { return add(std::move(v)); }
+  bool binary(binary_t& v) override { return add(Json::binary(std::move(v))); }
+  bool start_object(std::size_t) override {
+    open(Json::object());
+    keys_.emplace_back();
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (!keys_.back().insert(k).second)
+      throw UsageError(pos_.at() + "key " + conv::quoted(k) +
+                       " given twice in one object (which one counts is undefined)");
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() override {
+    keys_.pop_back();
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    open(Json::array());
+    return true;
+  }
+  bool end_array() override {
+    open_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const Json::exception& e) override {
+    throw UsageError("import: " + pos_.file + ": not JSON: " + e.what());
+  }
+
+ private:
+  // The open arrays and objects, innermost last; only the innermost grows, so the pointers into
+  // its enclosing one stay valid.
+  std::vector<Json*> open_;
+  std::vector<std::set<std::string>> keys_;  // of each open object
+  std::string key_;                          // the key of the next value in an object
+  const ReadPosition& pos_;
+
+  Json* place(Json&& v) {
+    if (open_.empty()) return &(document = std::move(v));
+    Json& in = *open_.back();
+    if (in.is_object()) return &(in[key_] = std::move(v));
+    in.push_back(std::move(v));
+    return &in.back();
+  }
+  bool add(Json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  void open(Json&& empty) {
+    if (open_.size() >= kMaxJsonDepth)
+      throw UsageError(pos_.at() + "nested deeper than " + std::to_string(kMaxJsonDepth) +
+                       " arrays and objects (an export nests 4 deep)");
+    open_.push_back(place(std::move(empty)));
+  }
+};
+
 conv::PerfDb::Rows import_json(const std::string& file) {
+  ReadPosition pos;
+  pos.file = file;
   try {
     conv::require_regular_file(file, "import:");
+    conv::check_import_size(file, "import:");
+    pos.limit = conv::import_max_file_bytes();
   } catch (const conv::Error& e) {
     throw UsageError(e.what());
   }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw UsageError("import: " + file + ": cannot be read");
-  // A key given twice in one object: the parser keeps the last silently, so a file with two
-  // "winners" arrays would have imported one of them as if it were all.
-  std::vector<std::set<std::string>> keys;  // of each object being parsed
-  std::string twice;
-  const Json::parser_callback_t note_keys = [&](int, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start) keys.emplace_back();
-    if (event == Json::parse_event_t::object_end) keys.pop_back();
-    if (event == Json::parse_event_t::key &&
-        !keys.back().insert(parsed.get<std::string>()).second && twice.empty())
-      twice = parsed.get<std::string>();
-    return true;
-  };
-  Json j;
-  try {
-    j = Json::parse(in, note_keys);
-  } catch (const Json::exception& e) {
-    throw UsageError("import: " + file + ": not JSON: " + e.what());
-  }
-  if (!twice.empty())
-    throw UsageError("import: " + file + ": key " + conv::quoted(twice) +
-                     " given twice in one object (which one counts is undefined)");
+  DocumentBuilder builder(pos);
+  // The builder throws on every error, with its line and column.
+  if (!Json::sax_parse(CountingIterator(in, &pos), CountingIterator(), &builder))
+    throw UsageError("import: " + file + ": not JSON");
+  const Json& j = builder.document;
   Reader r{file};
   const auto format = j.is_object() ? j.find("format") : j.end();
   if (!j.is_object() || format == j.end() || *format != "convtune perfdb export")
