@@ -1,5 +1,8 @@
 // The autotune CLI as a user runs it: tune / explain / show on the seed batch file, the perf
 // database round trip across processes, and bad arguments (exit code 2, message names them).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,9 +13,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -544,4 +550,103 @@ TEST_CASE(
     CHECK(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("cpu.direct"));
   }
+}
+
+namespace {
+
+// `autotune ARGS...` run directly (no shell), its output to `log`: exit code and peak resident
+// memory in KiB (wait4 reports the child's own, so earlier runs of this process do not count;
+// an upper bound: it includes this process's memory at the spawn, about 40 MB here).
+std::pair<int, long> run_measured(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> argv_text = {CONVTUNE_AUTOTUNE_EXE};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&files, 1, 2);
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  REQUIRE(spawned == 0);
+  int status = 0;
+  rusage usage{};
+  REQUIRE(::wait4(pid, &status, 0, &usage) == pid);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, usage.ru_maxrss};
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("autotune db import refuses a file over CONVTUNE_IMPORT_MAX_FILE_MB before reading it") {
+  TempDir tmp;
+  // 3 MB and a byte of valid JSON, which is no export: read, it fails on its "format".
+  const std::string json = (tmp.dir / "big.json").string();
+  write_file(json, "[" + std::string(3 << 20, ' ') + "]");
+  const std::string import = "db import '" + json + "' --into '" + tmp.db() + "'";
+  {
+    const convtest::ScopedEnv limit("CONVTUNE_IMPORT_MAX_FILE_MB", "3");
+    const auto r = autotune(import);
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("import: \"" + json +
+                                      "\": 4 MB is over the 3 MB limit "
+                                      "(CONVTUNE_IMPORT_MAX_FILE_MB)"));
+    CHECK_FALSE(fs::exists(tmp.db()));
+  }
+  for (const char* limit : {"4", "2048"}) {
+    const convtest::ScopedEnv env("CONVTUNE_IMPORT_MAX_FILE_MB", limit);
+    const auto r = autotune(import);
+    INFO(limit << ": " << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("format: expected \"convtune perfdb export\""));
+  }
+  // A value that is not a positive integer of MB is an error naming the variable, not the
+  // default.
+  for (const char* bad : {"", "0", "-1", "1.5", "20MB", " 20", "99999999999999999999"}) {
+    const convtest::ScopedEnv env("CONVTUNE_IMPORT_MAX_FILE_MB", bad);
+    const auto r = autotune(import);
+    INFO("\"" << bad << "\": " << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("CONVTUNE_IMPORT_MAX_FILE_MB=\"" + std::string(bad) +
+                                      "\": expected a positive integer number of MB"));
+  }
+}
+
+TEST_CASE("autotune db import refuses JSON nested deeper than 32 as it reads, in bounded memory") {
+  // 10 MB of `[` had taken 790 MB (20 MB: 1.57 GB) in the parser's stacks before any check ran.
+  TempDir tmp;
+  const size_t mb10 = 10 << 20;
+  std::string objects;
+  while (objects.size() < mb10) objects += "{\"a\":";
+  std::string lines;  // the message counts lines as an editor does
+  for (int i = 0; i < 40; ++i) lines += "[\n";
+  const std::pair<std::string, std::string> deep[] = {
+      {std::string(mb10, '['), "line 1, column 33: nested deeper than 32"},
+      {objects, "line 1, column 161: nested deeper than 32"},
+      {lines, "line 33, column 1: nested deeper than 32"},
+  };
+  const std::string json = (tmp.dir / "deep.json").string(), log = (tmp.dir / "log").string();
+  for (const auto& [text, says] : deep) {
+    write_file(json, text);
+    const auto [code, peak_kib] = run_measured({"db", "import", json, "--into", tmp.db()}, log);
+    const std::string out = read_text(log);
+    INFO(text.substr(0, 20) << "...: " << out << " (peak " << peak_kib << " KiB)");
+    CHECK(code == 2);
+    CHECK_THAT(out, Catch::Contains("import: " + json + ": " + says));
+    CHECK(peak_kib < 300 * 1024);
+    CHECK_FALSE(fs::exists(tmp.db()));
+  }
+  // 32 deep is read (and is no export).
+  write_file(json, std::string(32, '[') + std::string(32, ']'));
+  const auto r = autotune("db import '" + json + "' --into '" + tmp.db() + "'");
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("format: expected \"convtune perfdb export\""));
 }

@@ -6,7 +6,9 @@
 // GCC 12's avx512fintrin.h builds _mm512_unpacklo_ps and friends on an intentionally undefined
 // vector and then warns about it wherever they are inlined; the warning is about the header.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__  // clang has no such warning, and warns about the name
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "cpu/fft/fft_impl.hpp"
 

@@ -20,7 +20,9 @@ constexpr int64_t kPrefetchSteps = 64;
 // then warns about it wherever it is inlined; the warning is about the header.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__  // clang has no such warning, and warns about the name
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 inline float sum_lanes(__m512 v) {
   return _mm512_reduce_add_ps(v);
 }
