@@ -252,6 +252,13 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
   }
 };
 
+// A fingerprint from before timing modes (exports of schema 3 and older) was timed hot, as
+// perf database migration 4 records it.
+std::string timed(std::string fingerprint) {
+  if (fingerprint.find("|timing=") == std::string::npos) fingerprint += "|timing=hot";
+  return fingerprint;
+}
+
 }  // namespace
 
 conv::PerfDb::Rows read_export(std::istream& in, const std::string& file, uint64_t max_bytes) {
@@ -296,7 +303,7 @@ conv::PerfDb::Rows read_export(std::istream& in, const std::string& file, uint64
     const Json& o = winners[i];
     const std::string w = "winners[" + std::to_string(i) + "]";
     conv::PerfDb::WinnerRow row;
-    row.fingerprint = r.label(o, w, "fingerprint", true);
+    row.fingerprint = timed(r.label(o, w, "fingerprint", true));
     row.key = r.key(o, w);
     const std::string path = r.text(o, w, "path");
     if (path != "oneshot" && path != "packed") r.fail(w + ".path", "expected oneshot or packed");
@@ -318,7 +325,7 @@ conv::PerfDb::Rows read_export(std::istream& in, const std::string& file, uint64
     const std::string w = "candidates[" + std::to_string(i) + "]";
     conv::PerfDb::CandidateRow row;
     conv::PerfCandidate& c = row.candidate;
-    row.fingerprint = r.label(o, w, "fingerprint", true);
+    row.fingerprint = timed(r.label(o, w, "fingerprint", true));
     row.key = r.key(o, w);
     c.algo_id = r.text(o, w, "algo");
     c.config = r.text(o, w, "config", false);

@@ -104,5 +104,5 @@ def test_model_over_the_size_limit_is_refused_before_reading(tmp_path, monkeypat
     path = tmp_path / "big.prototxt"
     path.write_text(PROTOTXT + "#" * (2 << 20))
     monkeypatch.setenv("CONVTUNE_IMPORT_MAX_FILE_MB", "1")
-    with pytest.raises(convtune.Error, match="over the 1.0 MiB limit for model files"):
+    with pytest.raises(convtune.Error, match="MB is over the 1 MB limit"):
         convtune.import_model(path)

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "conv/error.hpp"
+#include "import_limit.hpp"
 
 namespace conv::import {
 
@@ -38,7 +39,7 @@ std::string mib(uint64_t bytes) {
 }  // namespace
 
 uint64_t max_file_bytes() {
-  return env_mib("CONVTUNE_IMPORT_MAX_FILE_MB").value_or(uint64_t{2048} << 20);
+  return import_max_file_bytes();
 }
 
 uint64_t max_parse_bytes(uint64_t file_bytes) {
@@ -46,12 +47,10 @@ uint64_t max_parse_bytes(uint64_t file_bytes) {
 }
 
 uint64_t checked_file_size(const Source& src) {
+  check_import_size(src.path, "model");  // the message Source::fail would give
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(src.path, ec);
   if (ec) src.fail("cannot read: " + ec.message());
-  if (size > max_file_bytes())
-    src.fail(mib(size) + " is over the " + mib(max_file_bytes()) +
-             " limit for model files (CONVTUNE_IMPORT_MAX_FILE_MB raises it)");
   return size;
 }
 

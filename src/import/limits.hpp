@@ -10,7 +10,8 @@
 
 namespace conv::import {
 
-/// CONVTUNE_IMPORT_MAX_FILE_MB (default 2048, protobuf's own limit): the largest file read.
+/// CONVTUNE_IMPORT_MAX_FILE_MB (default 2048, protobuf's own limit): the largest file read
+/// (conv::import_max_file_bytes, shared with `autotune db import`).
 uint64_t max_file_bytes();
 
 /// CONVTUNE_IMPORT_MAX_MEMORY_MB when set, else 128 MiB + 4 x `file_bytes`: the most memory the
