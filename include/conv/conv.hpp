@@ -116,4 +116,29 @@ class Plan {
   std::unique_ptr<Impl> impl_;
 };
 
+/// One stored winner run as a caller runs it (verify()). Times in ms.
+struct Verification {
+  ConvProblem problem;
+  ExecPath path = ExecPath::oneshot;
+  std::string algo_id, config;
+  double stored_ms = -1;    ///< the stored estimate (min_ms; the median for rows without one)
+  double observed_ms = -1;  ///< the same estimate now, through best_forward or a Plan
+  bool noisy = false;       ///< no clean round: observed_ms is only an upper bound
+  /// observed_ms over 1.25x stored_ms on clean rounds: the winner's measurement was flagged noisy
+  /// in the perf database, so the next tune (without force) measures it again.
+  bool marked = false;
+  std::string error;  ///< why it could not run; "" when it ran
+};
+
+/// For each problem, the winners stored in options.perfdb_path (the default path when empty) for
+/// options' device, threads and timing, one-shot and Plan path, each run as a caller runs it
+/// (best_forward in db_only mode; a Plan with packed weights) and timed as the tuner times
+/// candidates (interleaved rounds, the fastest clean round, the data evicted before each run
+/// under Timing::cold). A winner observed more than 1.25x its stored time is marked (see
+/// Verification::marked) unless the database is read-only. Problems without a stored winner are
+/// left out. CPU only so far. Throws conv::Error for an invalid problem, another device, or a
+/// perf database that cannot be opened.
+std::vector<Verification> verify(const std::vector<ConvProblem>& problems,
+                                 const ForwardOptions& options = {});
+
 }  // namespace conv

@@ -36,6 +36,7 @@ from ._convtune import (
     read_batch_file,
     read_perfdb,
     tune,
+    verify,
 )
 
 Error.__module__ = __name__  # shown as convtune.Error
@@ -55,4 +56,5 @@ __all__ = [
     "read_batch_file",
     "read_perfdb",
     "tune",
+    "verify",
 ]

@@ -14,5 +14,6 @@ void bind_plan(nb::module_& m);     // plan.cpp: Plan
 void bind_tune(nb::module_& m);     // tune.cpp: tune, explain
 void bind_perfdb(nb::module_& m);   // perfdb.cpp: read_perfdb, default_perfdb_path, fingerprint
 void bind_model(nb::module_& m);    // model.cpp: import_model
+void bind_verify(nb::module_& m);   // verify.cpp: verify
 
 }  // namespace convtune_py

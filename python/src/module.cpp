@@ -28,4 +28,5 @@ NB_MODULE(_convtune, m) {
   convtune_py::bind_tune(m);
   convtune_py::bind_perfdb(m);
   convtune_py::bind_model(m);
+  convtune_py::bind_verify(m);
 }

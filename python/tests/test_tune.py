@@ -125,3 +125,18 @@ def test_timing_modes_have_their_own_winners(tmp_path):
     assert y.shape == (1, 8, 12, 12)
     with pytest.raises(convtune.Error, match='timing: expected cold or hot, got "warm"'):
         convtune.conv2d(x, w, padding=1, timing="warm")
+
+
+def test_verify_compares_stored_and_observed(tmp_path):
+    db = str(tmp_path / "verify.sqlite")
+    convtune.tune(DESC, perfdb=db, **QUICK)
+    checks = convtune.verify([DESC, 'mb1ic3ih9oc3kh3n"absent"'], perfdb=db)
+    assert {c["path"] for c in checks} == {"oneshot", "packed"}  # nothing stored for "absent"
+    for c in checks:
+        assert c["name"] == "test:tune" and c["error"] is None
+        assert c["stored_ms"] > 0 and c["observed_ms"] > 0
+        assert isinstance(c["marked"], bool) and isinstance(c["noisy"], bool)
+    import pytest
+
+    with pytest.raises(convtune.Error, match="timing"):
+        convtune.verify(DESC, perfdb=db, timing="lukewarm")

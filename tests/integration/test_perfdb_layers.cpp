@@ -801,7 +801,7 @@ TEST_CASE("autotune verify: a winner slower than stored is marked, and tune meas
   REQUIRE(w);
   std::set<std::string> flagged;
   for (const auto& c : db.candidates(fp, p3x3.key()))
-    if (c.quality.noisy && c.message.find("autotune verify") != std::string::npos)
+    if (c.quality.noisy && c.message.find("verify: observed") != std::string::npos)
       flagged.insert(c.algo_id + " " + c.config);
   CHECK(flagged.count(w->algo_id + " " + w->config) == 1);
   // ...and the next tune without --force measures exactly the marked candidates again.
