@@ -10,6 +10,13 @@
 #include "cpu/winograd/winograd.hpp"
 #include "cpu/winograd/winograd_weight_block.hpp"
 
+// GCC 12's avx512fintrin.h builds _mm512_shuffle_f32x4 on an intentionally undefined vector and,
+// inlined as in the sanitizer build (scripts/test-sanitize.sh), warns about it in
+// weight_block16; the warning is about the header.
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace conv::kernels::winograd {
 
 // The transforms' arithmetic on 16 lanes (winograd_transforms.hpp); see Arith<__m256>.
