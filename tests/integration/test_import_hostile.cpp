@@ -126,6 +126,11 @@ TEST_CASE("crafted ONNX files end with exit 2 and a message naming the file", "[
       {"onnx-qlinearconv-w-rank2.onnx", "no 2-D convolution in this model"},
       {"onnx-rnn1-rank0.onnx", "no 2-D convolution in this model"},
       {"onnx-scan9-no-inputs.onnx", "no 2-D convolution in this model"},
+      // Found by fuzz_onnx: VGG-16 with a Conv turned into a Scan (ScanInferenceFunction, opset
+      // 11+).
+      {"onnx-scan11-from-fuzzing.onnx",
+       "node \"conv1_1\" (Conv): input \"conv1_1.B\": no node, graph input or initializer gives "
+       "it"},
   };
   for (const auto& [file, message] : files) {
     const std::string path = std::string(CONVTUNE_HOSTILE_DIR) + "/" + file;
