@@ -73,6 +73,19 @@ double raw_value(int32_t type, const std::string& raw, size_t i) {
   }
 }
 
+/// What a ValueInfoProto declares: its rank and dims (out-of-range values as unknown), or
+/// unranked.
+TensorInfo declared_info(const onnx::ValueInfoProto& vi) {
+  TensorInfo info;
+  if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return info;
+  info.ranked = true;
+  for (const auto& d : vi.type().tensor_type().shape().dim())
+    info.dims.push_back(d.has_dim_value() && d.dim_value() >= 0 && d.dim_value() <= kMaxValue
+                            ? Dim{d.dim_value(), ""}
+                            : Dim{-1, d.dim_param()});
+  return info;
+}
+
 }  // namespace
 
 bool TensorInfo::complete() const {
@@ -182,15 +195,7 @@ Shapes::Shapes(const Source& src, const onnx::GraphProto& graph, int64_t opset)
   for (const auto& in : graph.input()) {
     if (known_.count(in.name())) continue;  // an initializer: its data says what it is
     graph_inputs_.insert(in.name());
-    TensorInfo info;
-    if (in.type().has_tensor_type() && in.type().tensor_type().has_shape()) {
-      info.ranked = true;
-      for (const auto& d : in.type().tensor_type().shape().dim())
-        info.dims.push_back(d.has_dim_value() && d.dim_value() >= 0 && d.dim_value() <= kMaxValue
-                                ? Dim{d.dim_value(), ""}
-                                : Dim{-1, d.dim_param()});
-      known_[in.name()] = std::move(info);
-    }
+    if (TensorInfo info = declared_info(in); info.ranked) known_[in.name()] = std::move(info);
     if (in.type().has_tensor_type() && in.type().tensor_type().elem_type() != 0)
       elem_types_.emplace(in.name(), in.type().tensor_type().elem_type());
   }
@@ -262,15 +267,7 @@ void Shapes::infer(const onnx::NodeProto& node) const {
     TensorInfo& info = io.out[static_cast<size_t>(i)];
     if (!info.ranked) {  // the file may still declare it (value_info written by the exporter)
       const auto d = declared_.find(out);
-      if (d != declared_.end() && d->second->type().has_tensor_type() &&
-          d->second->type().tensor_type().has_shape()) {
-        info.ranked = true;
-        for (const auto& dim : d->second->type().tensor_type().shape().dim())
-          info.dims.push_back(dim.has_dim_value() && dim.dim_value() >= 0 &&
-                                      dim.dim_value() <= kMaxValue
-                                  ? Dim{dim.dim_value(), ""}
-                                  : Dim{-1, dim.dim_param()});
-      }
+      if (d != declared_.end()) info = declared_info(*d->second);
     }
     known_[out] = std::move(info);
   }
