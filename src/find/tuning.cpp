@@ -168,6 +168,7 @@ struct Timed {
   const Algorithm* algo = nullptr;
   size_t candidate = 0;
   bool packed = false;
+  size_t packed_bytes = 0;      // of the packed weights, when packed
   DeviceBuffer packed_weights;  // kept packed weights, or empty when packing into the scratch
   std::string failure;          // what it threw while being timed
 };
@@ -389,6 +390,7 @@ struct Tuning {
     packed.algo = &algo;
     packed.candidate = i;
     packed.packed = true;
+    packed.packed_bytes = packed_bytes;
     if (kept_packed + packed_bytes <= kKeepPackedBytes) {
       packed.packed_weights = DeviceBuffer(ops, packed_bytes);
       kept_packed += packed_bytes;
@@ -422,9 +424,7 @@ struct Tuning {
     flush_from_caches(a.bias, p.K * 4);
     flush_from_caches(a.y, p.y_bytes());
     flush_from_caches(a.workspace, a.workspace_size);
-    if (t.packed)
-      flush_from_caches(a.packed_weights,
-                        t.algo->packed_weights_bytes(p, r.candidates[t.candidate].config));
+    if (t.packed) flush_from_caches(a.packed_weights, t.packed_bytes);
   }
 
   // The interleaved timing rounds of everything that passed its check (measure::run_rounds).

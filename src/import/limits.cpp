@@ -10,6 +10,7 @@
 
 #include "conv/error.hpp"
 #include "import_limit.hpp"
+#include "quoted.hpp"
 
 namespace conv::import {
 
@@ -25,8 +26,8 @@ std::optional<uint64_t> env_mib(const char* var) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 1 ||
       v > (uint64_t{1} << 40))
-    throw Error(std::string(var) + "=\"" + std::string(s) +
-                "\": expected a size in MiB, an integer from 1 to 2^40");
+    throw Error(std::string(var) + "=" + quoted(s) +
+                ": expected a size in MiB, an integer from 1 to 2^40");
   return v << 20;
 }
 
@@ -36,15 +37,11 @@ std::string mib(uint64_t bytes) {
   return text;
 }
 
-}  // namespace
-
-uint64_t max_file_bytes() {
-  return import_max_file_bytes();
-}
-
 uint64_t max_parse_bytes(uint64_t file_bytes) {
   return env_mib("CONVTUNE_IMPORT_MAX_MEMORY_MB").value_or((uint64_t{128} << 20) + 4 * file_bytes);
 }
+
+}  // namespace
 
 uint64_t checked_file_size(const Source& src) {
   check_import_size(src.path, "model");  // the message Source::fail would give

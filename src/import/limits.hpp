@@ -10,20 +10,14 @@
 
 namespace conv::import {
 
-/// CONVTUNE_IMPORT_MAX_FILE_MB (default 2048, protobuf's own limit): the largest file read
-/// (conv::import_max_file_bytes, shared with `autotune db import`).
-uint64_t max_file_bytes();
-
-/// CONVTUNE_IMPORT_MAX_MEMORY_MB when set, else 128 MiB + 4 x `file_bytes`: the most memory the
-/// parsed form of a file may take (real models, mostly weights, take about 1-2 x their size), so
-/// that an import peaks under 300 MB + 10 x the file's size.
-uint64_t max_parse_bytes(uint64_t file_bytes);
-
-/// The file's size; fails (naming the file) when it cannot be read or is over max_file_bytes().
+/// The file's size; fails (naming the file) when it cannot be read or is over
+/// CONVTUNE_IMPORT_MAX_FILE_MB (conv::check_import_size, shared with `autotune db import`).
 uint64_t checked_file_size(const Source& src);
 
 /// Fails (naming the file, the estimate and the variable to raise) when `estimate` is over
-/// max_parse_bytes(file_bytes); `what` says what was counted, e.g. "12 M nodes and strings".
+/// CONVTUNE_IMPORT_MAX_MEMORY_MB, else 128 MiB + 4 x `file_bytes` (real models, mostly weights,
+/// take about 1-2 x their size, so an import peaks under 300 MB + 10 x the file's size); `what`
+/// says what was counted, e.g. "12 M nodes and strings".
 void check_parse_estimate(const Source& src, uint64_t estimate, uint64_t file_bytes,
                           const std::string& what);
 
