@@ -2,10 +2,12 @@
 // then the system ones), else measure what is missing, store it, and print the table.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
 #include "conv/algorithm.hpp"
+#include "interrupt.hpp"
 #include "options.hpp"
 #include "report.hpp"
 
@@ -69,6 +71,25 @@ std::string why_not_current(const conv::ConvProblem& p, conv::Device::Kind kind,
   return "";
 }
 
+// The progress of one layer's tune on stderr, on the line its name began: the checks every
+// fourth candidate, then each timing round, with the time left for the layer after the checks.
+class LayerProgress {
+ public:
+  void operator()(const conv::TuneEvent& e) {
+    InterruptGuard::throw_if_requested();
+    if (e.phase == conv::TuneEvent::Phase::check) {
+      if (e.done % 4 == 0 || e.done == e.total) std::cerr << " " << e.done << "/" << e.total;
+      if (e.done == e.total)
+        std::cerr << " checked (about " << seconds(e.left_ms) << " s of timing); timing rounds";
+    } else {
+      std::cerr << " " << e.done;
+    }
+    std::cerr << std::flush;
+  }
+
+  static long seconds(double ms) { return std::lround(std::ceil(ms / 1000)); }
+};
+
 }  // namespace
 
 int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
@@ -87,6 +108,7 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
               << " problem(s)\n";
 
   std::vector<LayerOutcome> layers;
+  const InterruptGuard interrupt;
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -95,9 +117,20 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
   std::vector<std::string> failed;
   // --json: each layer that could not be tuned, after the outcomes of the layers before it.
   std::vector<std::pair<size_t, nlohmann::json>> failures;
+  // Ctrl-C: one line of what was kept, exit status 130 as a shell gives it.
+  const auto interrupted = [&](size_t i, const std::string& abandoned) {
+    std::cerr << (abandoned.empty() ? "" : "\n") << "autotune: interrupted: " << measured
+              << " layer(s) tuned" << (db.read_only() ? "" : " and stored in " + db.path()) << ", "
+              << layers.size() - measured << " read from the perf databases, "
+              << (abandoned.empty() ? "" : abandoned + " abandoned (nothing of it stored), ")
+              << problems.size() - i - !abandoned.empty()
+              << " not started; the same command goes on from there\n";
+    return 130;
+  };
   for (size_t i = 0; i < problems.size(); ++i) {
     const auto& p = problems[i];
     const std::string name = p.name.empty() ? p.key() : p.name;
+    if (InterruptGuard::requested()) return interrupted(i, "");
     const std::string progress =
         "[" + std::to_string(i + 1) + "/" + std::to_string(problems.size()) + "] " + name + ": ";
     // A stored winner answers only an unrestricted tune: with --algo or --workspace-limit the
@@ -157,9 +190,9 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
     }
     conv::TuneResult r;
     try {
-      r = conv::tune(p, o, [&](size_t j, size_t n, const conv::CandidateResult&) {
-        if ((j + 1) % 4 == 0 || j + 1 == n) std::cerr << " " << j + 1 << "/" << n << std::flush;
-      });
+      r = conv::tune(p, o, LayerProgress{});
+    } catch (const Interrupted&) {
+      return interrupted(i, name);
     } catch (const conv::Error& e) {
       // One layer that cannot be measured (e.g. its tensors do not fit in memory) must not cost
       // the batch the others.

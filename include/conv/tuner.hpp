@@ -139,18 +139,35 @@ struct TuneResult {
   std::vector<PerfCandidate> to_records() const;
 };
 
-/// Progress callback: (candidate index, candidate count, the result just measured).
-using TuneProgress = std::function<void(size_t, size_t, const CandidateResult&)>;
+/// What tune() reports while it works: after each candidate's check, then after each timing
+/// round. Times in ms since tune() started; `left_ms` is an estimate of what is left of both
+/// phases (the checks still to run at the mean check time so far, then min_rounds rounds of
+/// every candidate that passed, one batch of TuneOptions::batch_ms or one run each; in the
+/// timing phase, the rounds still expected at the last round's length), within the budget.
+struct TuneEvent {
+  enum class Phase { check, time };
+  Phase phase = Phase::check;
+  size_t done = 0;   ///< check: candidates checked; time: rounds done
+  size_t total = 0;  ///< check: all candidates; time: TuneOptions::max_rounds (at most)
+  const CandidateResult* candidate = nullptr;  ///< check: the one just checked; time: null
+  size_t racing = 0;                           ///< time: (candidate, path) items still in the race
+  size_t confirmed = 0;                        ///< time: of those, with two clean rounds that agree
+  double elapsed_ms = 0, left_ms = 0;
+};
+
+/// Progress callback. It may throw to abandon the tune (Ctrl-C in the CLI, KeyboardInterrupt in
+/// Python): the exception propagates out of tune() and nothing has been stored.
+using TuneProgress = std::function<void(const TuneEvent&)>;
 
 /// Measures every applicable (algorithm, config) of the registry on `p` with fresh random data
 /// (uniform in [-1, 1]): one run checked against the trusted result, then the interleaved
 /// timing rounds described at TuneOptions. Candidates that throw are "failed", those above
 /// their error bound "rejected"; neither can win. `progress` is called after each candidate's
-/// check. Throws conv::Error when `p` is invalid, when an option is out of its range (named as
-/// "budget_ms (TuneOptions::budget_ms): ...", likewise batch_ms, min_rounds, max_rounds, algo),
-/// and ("problem: ...") before allocating anything
-/// when its host tensors and their float64 reference would take more than 3/4 of the machine's
-/// physical memory.
+/// check and after each timing round (TuneEvent). Throws conv::Error when `p` is invalid, when an
+/// option is out of its range (named as "budget_ms (TuneOptions::budget_ms): ...", likewise
+/// batch_ms, min_rounds, max_rounds, algo), and ("problem: ...") before allocating anything when
+/// its host tensors and their float64 reference would take more than 3/4 of the machine's physical
+/// memory.
 TuneResult tune(const ConvProblem& p, const TuneOptions& options = {},
                 const TuneProgress& progress = {});
 

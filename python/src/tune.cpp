@@ -48,6 +48,48 @@ nb::dict candidate(const conv::TuneResult& r, size_t i, double peak) {
   return d;
 }
 
+// Raised by a progress callback (or Ctrl-C) while the GIL was released: the Python error is set
+// again (PyErr_Restore) and this unwinds tune() to where the GIL is held.
+struct PythonRaised {};
+
+// tune()'s progress: with the GIL, Ctrl-C first (KeyboardInterrupt), then the user's callback
+// with one dict per event. Whatever either raises abandons the tune.
+class Progress {
+ public:
+  explicit Progress(nb::handle callback) : callback_(callback) {
+    if (!callback.is_none() && !PyCallable_Check(callback.ptr()))
+      throw conv::Error("progress: expected a callable or None, got " + type_text(callback) + " " +
+                        repr_text(callback));
+  }
+
+  void operator()(const conv::TuneEvent& e) const {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw PythonRaised{};
+    if (callback_.is_none()) return;
+    try {
+      nb::dict d;
+      d["phase"] = e.phase == conv::TuneEvent::Phase::check ? "check" : "time";
+      d["done"] = e.done;
+      d["total"] = e.total;
+      d["algo"] = e.candidate ? nb::object(nb::str(e.candidate->algo_id.c_str())) : nb::none();
+      d["config"] = e.candidate ? nb::object(nb::str(e.candidate->config.c_str())) : nb::none();
+      d["status"] =
+          e.candidate ? nb::object(nb::str(conv::to_string(e.candidate->status))) : nb::none();
+      d["racing"] = e.racing;
+      d["confirmed"] = e.confirmed;
+      d["elapsed_s"] = e.elapsed_ms / 1000;
+      d["left_s"] = e.left_ms / 1000;
+      callback_(d);
+    } catch (nb::python_error& err) {
+      err.restore();
+      throw PythonRaised{};
+    }
+  }
+
+ private:
+  nb::handle callback_;
+};
+
 nb::dict result(const conv::TuneResult& r, double peak) {
   nb::dict d;
   d["name"] = r.problem.name;
@@ -136,7 +178,8 @@ conv::TuneOptions options(const Knobs& k) {
 const char* kTuneDoc = R"(Measures every algorithm and config on one problem and stores the result.
 
 tune(problem, *, threads=0, algo="", budget_s=120, min_rounds=3, max_rounds=20, batch_ms=1.0,
-     workspace_limit=None, check=True, timing="cold", perfdb=None, store=True, force=False) -> dict
+     workspace_limit=None, check=True, timing="cold", perfdb=None, store=True, force=False,
+     progress=None) -> dict
 
 problem: a convtune.Problem or a benchdnn descriptor string. Each candidate runs once on random
 data checked against a float64 reference, then is timed in interleaved rounds (a round repeats
@@ -148,6 +191,13 @@ of the fingerprint, so each has its own winners. With store (default), the perf 
 $CONVTUNE_PERFDB, else ~/.cache/convtune/perfdb.sqlite) provides the candidates it already holds
 (measured again only with force) and receives the measurements, and the winners when the
 measurement is complete, as `autotune tune` does. The GIL is released while measuring.
+progress: None or a callable, called (with the GIL) after each candidate's check and after each
+timing round with a dict: phase ("check" or "time"), done and total (candidates checked of all;
+rounds done of max_rounds, the most there can be), algo, config and status of the candidate just
+checked (None while timing), racing and confirmed (timing: candidates still in the race, and
+those with two agreeing clean rounds), elapsed_s, and left_s (an estimate of the seconds left for
+both phases, within budget_s). An exception it raises, and Ctrl-C (KeyboardInterrupt), abandons
+the tune: it propagates and nothing is stored.
 
 Returns a dict: name, problem (descriptor text; convtune.Problem(d["problem"]) rebuilds it), key, gflop, fingerprint, reference,
 complete (every candidate has a final status, so the winner is stored), noisy, elapsed_ms,
@@ -162,13 +212,16 @@ from_perfdb, winner (bool), packed_winner (bool); times in ms, None when not mea
 winner / packed_winner: the winning candidate's dict or None; not_applicable: list of
 {algo, reason}. Raises convtune.Error for a bad problem, option or perf database; an option of
 the wrong type too ("budget_s: expected a number, got str '1'", "check: expected a bool, got
-str 'yes'"; numbers are int or float, bools True or False).)";
+str 'yes'", "progress: expected a callable or None, got int 3"; numbers are int or float,
+bools True or False).)";
 
 nb::dict tune(nb::handle problem, nb::handle threads, nb::handle algo, nb::handle budget_s,
               nb::handle min_rounds, nb::handle max_rounds, nb::handle batch_ms,
               nb::handle workspace_limit, nb::handle check, nb::handle timing,
-              nb::handle perfdb_obj, nb::handle store_obj, nb::handle force_obj) {
+              nb::handle perfdb_obj, nb::handle store_obj, nb::handle force_obj,
+              nb::handle progress_obj) {
   const conv::ConvProblem p = to_problem(problem);
+  const Progress progress(progress_obj);
   const std::optional<std::string> perfdb = optional_path_arg(perfdb_obj, "perfdb");
   const Knobs k = knobs(threads, algo, budget_s, min_rounds, max_rounds, batch_ms, workspace_limit,
                         check, timing);
@@ -183,7 +236,12 @@ nb::dict tune(nb::handle problem, nb::handle threads, nb::handle algo, nb::handl
       db.emplace(conv::PerfDb::open(perfdb ? *perfdb : conv::PerfDb::default_path()));
       if (!force) o.measured = db->candidates(o.device.fingerprint(o.threads, o.timing), p.key());
     }
-    r = conv::tune(p, o);
+    try {
+      r = conv::tune(p, o, progress);
+    } catch (const PythonRaised&) {
+      nb::gil_scoped_acquire gil;
+      throw nb::python_error();
+    }
     if (db) conv::store_result(*db, r);
   }
   nb::dict d = result(r, 0);
@@ -220,7 +278,12 @@ nb::dict explain(nb::handle problem, nb::handle threads, nb::handle algo, nb::ha
   {
     nb::gil_scoped_release unlocked;
     peak = conv::measure_fma_peak_gflops(k.threads);
-    r = conv::tune(p, o);
+    try {
+      r = conv::tune(p, o, Progress(nb::none()));
+    } catch (const PythonRaised&) {
+      nb::gil_scoped_acquire gil;
+      throw nb::python_error();
+    }
     std::vector<std::string> paths;
     try {
       paths.push_back(perfdb ? *perfdb : conv::PerfDb::default_path());
@@ -265,7 +328,7 @@ void bind_tune(nb::module_& m) {
         nb::arg("batch_ms").none() = 1.0, nb::arg("workspace_limit").none() = nb::none(),
         nb::arg("check").none() = true, nb::arg("timing").none() = "cold",
         nb::arg("perfdb").none() = nb::none(), nb::arg("store").none() = true,
-        nb::arg("force").none() = false, kTuneDoc);
+        nb::arg("force").none() = false, nb::arg("progress").none() = nb::none(), kTuneDoc);
   m.def("explain", &explain, nb::arg("problem").none(), nb::kw_only(),
         nb::arg("threads").none() = 0, nb::arg("algo").none() = "",
         nb::arg("budget_s").none() = 120.0, nb::arg("min_rounds").none() = 3,

@@ -140,3 +140,58 @@ def test_verify_compares_stored_and_observed(tmp_path):
 
     with pytest.raises(convtune.Error, match="timing"):
         convtune.verify(DESC, perfdb=db, timing="lukewarm")
+
+
+def test_tune_progress_reports_both_phases(tmp_path):
+    events = []
+    r = convtune.tune(DESC, perfdb=str(tmp_path / "p.sqlite"), progress=events.append, **QUICK)
+    checks = [e for e in events if e["phase"] == "check"]
+    rounds = [e for e in events if e["phase"] == "time"]
+    assert events == checks + rounds  # every check, then every round
+    assert [e["done"] for e in checks] == list(range(1, len(r["candidates"]) + 1))
+    assert [(e["algo"], e["config"]) for e in checks] == [
+        (c["algo"], c["config"]) for c in r["candidates"]]
+    assert all(e["total"] == len(r["candidates"]) for e in checks)
+    assert rounds and [e["done"] for e in rounds] == list(range(1, len(rounds) + 1))
+    for e in rounds:
+        assert e["algo"] is None and e["total"] == QUICK.get("max_rounds", 20)
+        assert e["racing"] >= 1 and 0 <= e["confirmed"] <= e["racing"]
+    assert all(e["left_s"] >= 0 and e["elapsed_s"] >= 0 for e in events)
+
+
+def test_tune_progress_can_abandon_and_nothing_is_stored(tmp_path):
+    import pytest
+
+    db = tmp_path / "p.sqlite"
+
+    class Stop(Exception):
+        pass
+
+    def stop(e):
+        if e["phase"] == "time":
+            raise Stop("enough")
+
+    with pytest.raises(Stop, match="enough"):
+        convtune.tune(DESC, perfdb=str(db), progress=stop, **QUICK)
+    assert convtune.read_perfdb(str(db))["winners"] == []
+    with pytest.raises(convtune.Error, match=r"^progress: expected a callable or None, got int 3"):
+        convtune.tune(DESC, perfdb=str(db), progress=3, **QUICK)
+
+
+def test_ctrl_c_abandons_a_tune_with_the_gil_released(tmp_path):
+    import os
+    import signal
+    import threading
+
+    import pytest
+
+    db = tmp_path / "p.sqlite"
+    # Its first check alone takes about a second: the signal arrives while the GIL is released.
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            convtune.tune("mb8ic64ih56oc64kh3ph1", perfdb=str(db))
+    finally:
+        timer.cancel()
+    assert convtune.read_perfdb(str(db))["winners"] == []

@@ -88,6 +88,26 @@ bool can_prune(size_t i, const std::vector<Item>& items, const std::vector<Stats
   return true;
 }
 
+RoundReport report(int done, const std::vector<size_t>& active, const std::vector<Stats>& stats,
+                   MeasureEnv& env, const Policy& policy, double round_start, double deadline) {
+  RoundReport r;
+  r.round = done;
+  r.active = active.size();
+  for (size_t i : active) {
+    r.confirmed += stats[i].confirmed && !stats[i].pruned;
+    r.remaining += !stats[i].pruned;
+  }
+  const double now = env.now_ms();
+  r.round_ms = now - round_start;
+  bool settled = done >= policy.min_rounds;
+  for (const Stats& s : stats) settled = settled && (s.pruned || s.confirmed);
+  int left = settled || r.remaining == 0 ? 0 : std::max(policy.min_rounds - done, 1);
+  left = std::min(left, std::max(1, policy.max_rounds) - done);
+  r.left_ms = std::max(0, left) * r.round_ms * r.remaining / std::max<size_t>(1, r.active);
+  r.left_ms = std::min(r.left_ms, std::max(0.0, deadline - now));
+  return r;
+}
+
 }  // namespace
 
 bool disturbed(const LoadSignals& a, const LoadSignals& b, double wall_ms) {
@@ -103,8 +123,8 @@ bool disturbed(const LoadSignals& a, const LoadSignals& b, double wall_ms) {
   return preempted;
 }
 
-std::vector<Stats> run_rounds(const std::vector<Item>& items, MeasureEnv& env,
-                              const Policy& policy) {
+std::vector<Stats> run_rounds(const std::vector<Item>& items, MeasureEnv& env, const Policy& policy,
+                              const RoundCallback& on_round) {
   std::vector<Stats> stats(items.size());
   const double deadline = env.now_ms() + policy.budget_ms;
   for (int round = 0; round < std::max(1, policy.max_rounds); ++round) {
@@ -119,6 +139,7 @@ std::vector<Stats> run_rounds(const std::vector<Item>& items, MeasureEnv& env,
     }
     if (active.empty() || settled) break;
     if (round > 0 && env.now_ms() >= deadline) break;
+    const double round_start = env.now_ms();
     const size_t start = static_cast<size_t>(round) % active.size();
     for (size_t k = 0; k < active.size(); ++k) {
       if (round > 0 && env.now_ms() >= deadline) break;
@@ -128,6 +149,7 @@ std::vector<Stats> run_rounds(const std::vector<Item>& items, MeasureEnv& env,
     for (size_t i : active)
       if (!stats[i].samples.empty()) summarise(stats[i], policy);
     for (size_t i : active) stats[i].pruned = can_prune(i, items, stats, policy);
+    if (on_round) on_round(report(round + 1, active, stats, env, policy, round_start, deadline));
   }
   return stats;
 }

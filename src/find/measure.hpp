@@ -101,9 +101,23 @@ struct Stats {
   bool noisy() const { return clean_rounds == 0; }
 };
 
+/// What run_rounds() has done after a round (its progress). Times in ms by MeasureEnv::now_ms.
+struct RoundReport {
+  int round = 0;         ///< rounds done: 1 after the first
+  size_t active = 0;     ///< items that ran in this round
+  size_t remaining = 0;  ///< of those, items still in (not pruned)
+  size_t confirmed = 0;  ///< of the remaining, confirmed
+  double round_ms = 0;   ///< how long this round took
+  /// The rounds still to come, estimated: until min_rounds, then one more while an item is
+  /// unconfirmed, each as long as this one (scaled by the items left), within the budget.
+  double left_ms = 0;
+};
+using RoundCallback = std::function<void(const RoundReport&)>;
+
 /// Measures `items` in interleaved rounds as described above. Every item gets at least one
-/// round, even when the budget is already used up.
-std::vector<Stats> run_rounds(const std::vector<Item>& items, MeasureEnv& env,
-                              const Policy& policy);
+/// round, even when the budget is already used up. `on_round`, when set, is called after each
+/// round; whatever it throws propagates (how a caller abandons the measurement).
+std::vector<Stats> run_rounds(const std::vector<Item>& items, MeasureEnv& env, const Policy& policy,
+                              const RoundCallback& on_round = {});
 
 }  // namespace conv::measure

@@ -171,6 +171,7 @@ struct Timed {
   size_t packed_bytes = 0;      // of the packed weights, when packed
   DeviceBuffer packed_weights;  // kept packed weights, or empty when packing into the scratch
   std::string failure;          // what it threw while being timed
+  double check_ms = 0;          // how long its checked run took (0: not checked)
 };
 
 // Throws conv::Error naming the first option out of its range (see tune()'s documentation).
@@ -362,11 +363,13 @@ struct Tuning {
     std::vector<double> scale;
     if (o.check)
       scale = error_scale(algo, p, c.config, hx.floats(), hw.floats(), trusted.abs.data(), threads);
-    auto check_output = [&](const Timed& t) -> double {
+    auto check_output = [&](Timed& t) -> double {
       ops.upload(d.y.data(), poison.data(), p.y_bytes(), nullptr);
+      const auto start = Clock::now();
       algo.forward(p, c.config, args_for(t));
       ops.download(hy.data(), d.y.data(), p.y_bytes(), nullptr);
       ops.synchronize(nullptr);
+      t.check_ms = ms_since(start);
       auto rel = ref::compare(p.y_elems(), hy.floats(), trusted.y.data(), trusted.abs.data());
       c.max_rel_error = std::max(c.max_rel_error, rel.max_error);
       return ref::compare(p.y_elems(), hy.floats(), trusted.y.data(), scale.data()).max_error;
@@ -430,7 +433,19 @@ struct Tuning {
   // The interleaved timing rounds of everything that passed its check (measure::run_rounds).
   // Fills the times and their quality; keeps each candidate's lower bound for choose_winners().
   std::vector<double> lower, plan_lower;
-  void time_candidates() {
+  double budget_left_ms() const {
+    return std::max(0.0,
+                    std::chrono::duration<double, std::milli>(deadline - Clock::now()).count());
+  }
+
+  // The timing phase as planned so far: min_rounds rounds of one batch (or one run) per item.
+  double planned_timing_ms() const {
+    double round = 0;
+    for (const Timed& t : timed) round += std::max(o.batch_ms, t.check_ms);
+    return o.min_rounds * round;
+  }
+
+  void time_candidates(const measure::RoundCallback& on_round) {
     std::vector<measure::Item> items;
     for (size_t k = 0; k < timed.size(); ++k) {
       Timed& t = timed[k];
@@ -461,9 +476,8 @@ struct Tuning {
     policy.min_rounds = o.min_rounds;
     policy.max_rounds = o.max_rounds;
     policy.batch_ms = o.batch_ms;
-    policy.budget_ms =
-        std::max(0.0, std::chrono::duration<double, std::milli>(deadline - Clock::now()).count());
-    const auto stats = measure::run_rounds(items, *env, policy);
+    policy.budget_ms = budget_left_ms();
+    const auto stats = measure::run_rounds(items, *env, policy, on_round);
     // Lower bounds of the true times (measure::Stats::lower_ms), one-shot and on the Plan path.
     lower.assign(r.candidates.size(), 0), plan_lower.assign(r.candidates.size(), 0);
     for (size_t k = 0; k < timed.size(); ++k) {
@@ -526,11 +540,35 @@ TuneResult tune(const ConvProblem& p, const TuneOptions& o, const TuneProgress& 
   Tuning t(p, o);
   t.collect_candidates();
   t.prepare_inputs();
-  for (size_t i = 0; i < t.pending.size(); ++i) {
+  const size_t n = t.pending.size();
+  double checks_ms = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto start = Clock::now();
     t.check_candidate(i);
-    if (progress) progress(i, t.pending.size(), t.r.candidates[i]);
+    checks_ms += ms_since(start);
+    if (!progress) continue;
+    TuneEvent e;
+    e.done = i + 1, e.total = n;
+    e.candidate = &t.r.candidates[i];
+    e.elapsed_ms = ms_since(t.t0);
+    // The candidates still unchecked are assumed to pass and run like the checked ones.
+    const double share = static_cast<double>(n) / (i + 1);
+    e.left_ms = std::min(checks_ms / (i + 1) * (n - i - 1) + t.planned_timing_ms() * share,
+                         t.budget_left_ms());
+    progress(e);
   }
-  t.time_candidates();
+  measure::RoundCallback on_round;
+  if (progress)
+    on_round = [&](const measure::RoundReport& round) {
+      TuneEvent e;
+      e.phase = TuneEvent::Phase::time;
+      e.done = static_cast<size_t>(round.round);
+      e.total = static_cast<size_t>(std::max(1, o.max_rounds));
+      e.racing = round.remaining, e.confirmed = round.confirmed;
+      e.elapsed_ms = ms_since(t.t0), e.left_ms = round.left_ms;
+      progress(e);
+    };
+  t.time_candidates(on_round);
   t.choose_winners();
   t.r.elapsed_ms = ms_since(t.t0);
   return std::move(t.r);

@@ -142,6 +142,87 @@ TEST_CASE("measure: on a quiet machine items settle after min_rounds, in rotatin
   CHECK(env.calls[6] == "C");
 }
 
+TEST_CASE("measure: each round is reported with what is left, and a throw stops the rounds") {
+  ScriptedEnv env;
+  env.true_ms = times({{"A", 1.0}, {"B", 1.25}, {"C", 3.0}});
+  std::vector<conv::measure::RoundReport> reports;
+  conv::measure::run_rounds(items({"A", "B", "C"}), env, Policy{},
+                            [&](const auto& r) { reports.push_back(r); });
+  REQUIRE(reports.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(reports[i].round == i + 1);
+    CHECK(reports[i].active == 3);
+    CHECK(reports[i].round_ms == Approx(5.25));  // 1 + 1.25 + 3 ms, one call each
+  }
+  CHECK(reports[0].left_ms == Approx(2 * 5.25));  // min_rounds 3: two rounds to go
+  CHECK(reports[1].left_ms == Approx(5.25));
+  CHECK(reports[1].confirmed == 3);
+  CHECK(reports[2].remaining == 2);  // C is out: 3.0 > 1.5 x 1.0
+  CHECK(reports[2].left_ms == 0);    // settled
+
+  ScriptedEnv again;
+  struct Stop {};
+  int seen = 0;
+  CHECK_THROWS_AS(conv::measure::run_rounds(items({"A", "B"}), again, Policy{},
+                                            [&](const auto&) {
+                                              ++seen;
+                                              throw Stop{};
+                                            }),
+                  Stop);
+  CHECK(seen == 1);
+  CHECK(again.calls.size() == 2);  // one round, nothing after the throw
+}
+
+TEST_CASE("tune: progress reports every check, then every round; a throw abandons the tune") {
+  const conv::ConvProblem p = conv::parse_descriptor("mb1ic4ih10oc4kh3ph1");
+  auto env = std::make_shared<ScriptedEnv>();
+  conv::TuneOptions o;
+  o.threads = 1;
+  o.env = env;
+  std::vector<conv::TuneEvent> events;
+  std::vector<std::string> checked;
+  const auto r = conv::tune(p, o, [&](const conv::TuneEvent& e) {
+    events.push_back(e);
+    if (e.candidate) checked.push_back(e.candidate->algo_id + " " + e.candidate->config);
+  });
+  REQUIRE(r.candidates.size() >= 2);
+  size_t checks = 0;
+  while (checks < events.size() && events[checks].phase == conv::TuneEvent::Phase::check) {
+    CHECK(events[checks].done == checks + 1);
+    CHECK(events[checks].total == r.candidates.size());
+    REQUIRE(events[checks].candidate);
+    CHECK(checked[checks] == r.candidates[checks].algo_id + " " + r.candidates[checks].config);
+    CHECK(events[checks].left_ms >= 0);
+    ++checks;
+  }
+  CHECK(checks == r.candidates.size());
+  REQUIRE(events.size() > checks);  // then the rounds, each reported
+  int rounds = 0;
+  for (size_t i = checks; i < events.size(); ++i) {
+    CHECK(events[i].phase == conv::TuneEvent::Phase::time);
+    CHECK(events[i].done == static_cast<size_t>(++rounds));
+    CHECK(events[i].total == static_cast<size_t>(o.max_rounds));
+    CHECK_FALSE(events[i].candidate);
+    CHECK(events[i].racing >= 1);
+    CHECK(events[i].elapsed_ms >= events[i - 1].elapsed_ms);
+  }
+  CHECK(rounds >= o.min_rounds);
+  CHECK(events.back().left_ms == 0);  // the quiet scripted machine settles
+  CHECK(events[checks].left_ms > 0);
+
+  struct Stop {};
+  for (auto phase : {conv::TuneEvent::Phase::check, conv::TuneEvent::Phase::time}) {
+    size_t calls = 0;
+    CHECK_THROWS_AS(conv::tune(p, o,
+                               [&](const conv::TuneEvent& e) {
+                                 ++calls;
+                                 if (e.phase == phase) throw Stop{};
+                               }),
+                    Stop);
+    CHECK(calls == (phase == conv::TuneEvent::Phase::check ? 1 : checks + 1));
+  }
+}
+
 TEST_CASE("measure: a load burst over the fastest item's first rounds does not crown another") {
   ScriptedEnv env;
   env.true_ms = times({{"fast", 1.0}, {"slow", 1.3}});
