@@ -3,9 +3,12 @@
 // For each layer: the stored min and median (one-shot and Plan path), the median of the layer
 // called alone back to back (hot caches), and the medians inside the network loop through
 // best_forward and through Plan::execute; optionally with the last-level cache evicted between
-// layers (untimed) to show what cold caches cost. Prints a table and the sums.
+// layers (untimed) to show what cold caches cost. Prints a table and the sums. With
+// --candidates, every stored ok candidate of every layer is run inside the network loop too (a
+// Plan each, one per loop in rotation) to show whether the stored Plan winner is also the fastest
+// there.
 // Usage: bench_network LAYERS.txt [--db PATH] [--threads N] [--reps N] [--evict] [--timing
-// cold|hot]
+// cold|hot|warm] [--candidates]
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,17 +61,75 @@ struct Evictor {
   }
 };
 
+// Each layer's stored ok candidates, each a Plan run inside the network loop (the other layers
+// run their Plan winners), in rotation: loop r runs candidate r mod n at each layer. Prints, per
+// layer, the Plan winner's median in the loop against the fastest candidate's there.
+void in_loop_candidates(std::vector<Layer>& layers, const conv::PerfDb& db, const std::string& fp,
+                        const conv::ForwardOptions& o, int reps) {
+  struct Candidate {
+    std::string id;
+    std::unique_ptr<conv::Plan> plan;
+    std::vector<double> loop;
+  };
+  std::vector<std::vector<Candidate>> all(layers.size());
+  std::vector<std::string> winner(layers.size());
+  size_t most = 1;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const auto& l = layers[i];
+    if (const auto w = db.lookup(fp, l.p.key(), conv::ExecPath::packed))
+      winner[i] = w->algo_id + " " + w->config;
+    for (const auto& c : db.candidates(fp, l.p.key())) {
+      if (c.status != conv::CandidateStatus::ok) continue;
+      Candidate k;
+      k.id = c.algo_id + " " + c.config;
+      k.plan = std::make_unique<conv::Plan>(conv::Plan::create(l.p, c.algo_id, c.config, o));
+      k.plan->pack_weights(l.w.floats());
+      all[i].push_back(std::move(k));
+    }
+    most = std::max(most, all[i].size());
+  }
+  const int loops = reps * static_cast<int>(most);
+  for (int r = 0; r < loops; ++r)
+    for (size_t i = 0; i < layers.size(); ++i) {
+      if (all[i].empty()) continue;
+      auto& c = all[i][static_cast<size_t>(r) % all[i].size()];
+      const auto t0 = Clock::now();
+      c.plan->execute(layers[i].x.floats(), nullptr, layers[i].b.floats(), layers[i].y.floats());
+      c.loop.push_back(ms_since(t0));
+    }
+  std::printf("\nin the loop, every stored ok candidate (median ms of %d+ loops each):\n", reps);
+  std::printf("%-28s %-28s %9s %-28s %9s %7s\n", "layer", "Plan winner", "loop", "fastest in loop",
+              "loop", "ratio");
+  double worst = 0;
+  size_t over = 0;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Candidate* best = nullptr;
+    const Candidate* won = nullptr;
+    for (const auto& c : all[i]) {
+      if (!best || median(c.loop) < median(best->loop)) best = &c;
+      if (c.id == winner[i]) won = &c;
+    }
+    if (!best || !won) continue;
+    const double ratio = median(won->loop) / median(best->loop);
+    worst = std::max(worst, ratio);
+    over += ratio > 1.1;
+    std::printf("%-28.28s %-28.28s %9.3f %-28.28s %9.3f %6.2fx\n", layers[i].p.name.c_str(),
+                won->id.c_str(), median(won->loop), best->id.c_str(), median(best->loop), ratio);
+  }
+  std::printf("worst winner / fastest-in-loop %.2fx; %zu layer(s) above 1.1x\n", worst, over);
+}
+
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: bench_network LAYERS.txt [--db PATH] [--threads N] [--reps N] [--evict] "
-                 "[--timing cold|hot]\n");
+                 "[--timing cold|hot|warm] [--candidates]\n");
     return 2;
   }
   std::string db =
       (std::filesystem::temp_directory_path() / "convtune-bench-network.sqlite").string();
   int threads = 2, reps = 20;
-  bool evict = false;
+  bool evict = false, candidates = false;
   conv::Timing timing = conv::Timing::cold;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -80,6 +141,8 @@ int run(int argc, char** argv) {
       reps = std::atoi(argv[++i]);
     else if (a == "--evict")
       evict = true;
+    else if (a == "--candidates")
+      candidates = true;
     else if (a == "--timing" && i + 1 < argc)
       timing = conv::parse_timing(argv[++i]);
     else {
@@ -163,6 +226,7 @@ int run(int argc, char** argv) {
   std::printf("loop.bf / stored median sum %.2fx, loop.plan / plan median sum %.2fx%s\n",
               median(sum_bf) / t_med, median(sum_plan) / t_pmed,
               evict ? " (last-level cache evicted before each layer)" : "");
+  if (candidates) in_loop_candidates(layers, perfdb, fp, o, reps);
   return 0;
 }
 

@@ -94,9 +94,11 @@ struct Common {
     app->add_option("--device", device, "cpu or cuda:N (explain: also all, every device)");
     app->add_option("--timing", timing,
                     "how runs are timed, and so which winners apply: cold (evicted from the "
-                    "caches before each run, as a layer in a network) or hot (back to back)")
+                    "caches before each run, as a layer in a network), warm (the cores' L1 and L2 "
+                    "swept before each run: the data in the last-level cache) or hot (back to "
+                    "back)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"cold", "hot"}));
+        ->check(CLI::IsMember({"cold", "hot", "warm"}));
     app->add_flag("--json", json, "print JSON instead of tables");
   }
   std::string db_path() const { return db.empty() ? conv::PerfDb::default_path() : db; }

@@ -10,12 +10,14 @@ namespace conv {
 /// - cold (default): the candidate's tensors, weights and workspace are evicted from the caches
 ///   before every timed run (x86 CLFLUSH, untimed), as a layer in a network meets them after the
 ///   other layers ran;
-/// - hot: run back to back on the same buffers, as a layer called in a tight loop.
-/// A winner measured one way is never served for the other.
-enum class Timing { cold, hot };
-/// "cold" or "hot".
+/// - hot: run back to back on the same buffers, as a layer called in a tight loop;
+/// - warm: the cores' private caches (L1, L2) are swept before every timed run (untimed), so the
+///   data waits in the last-level cache, as in a network that fits there.
+/// A winner measured one way is never served for another.
+enum class Timing { cold, hot, warm };
+/// "cold", "hot" or "warm".
 const char* to_string(Timing t);
-/// Parses "cold" or "hot". Throws conv::Error naming "timing" for anything else.
+/// Parses "cold", "hot" or "warm". Throws conv::Error naming "timing" for anything else.
 Timing parse_timing(const std::string& text);
 
 /// A compute device: the host CPU, or CUDA GPU number `index`.
@@ -33,7 +35,7 @@ struct Device {
   std::string name() const;
 
   /// Text identifying this device and how it was timed for the perf database. CPU:
-  /// "cpu|<brand>|<ISA level avx512/avx2/scalar>|threads=N|timing=<cold|hot>", with
+  /// "cpu|<brand>|<ISA level avx512/avx2/scalar>|threads=N|timing=<cold|hot|warm>", with
   /// "|onednn=<cap>" before "|threads" where ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) keeps oneDNN
   /// below that ISA level; GPU: name, compute capability, SMs, memory, driver, runtime, cuDNN and
   /// cuBLAS versions, then "|timing=...". No convtune version: what changes with an upgrade is

@@ -36,8 +36,9 @@ find_mode: what to do when the database has no winner for this problem: "tune" (
 every algorithm now and store the winner; the default, takes about a second or more the first
 time per problem), "heuristic" (a cheap rule) or "db_only" (raise).
 timing: which measurements choose: "cold" (default; timed with the data evicted from the caches
-first, as a layer among others in a network) or "hot" (timed back to back, for a layer called in
-a tight loop); part of the fingerprint, so each has its own winners.
+first, as a layer among others in a network), "warm" (the cores' L1 and L2 swept first: the data
+waits in the last-level cache, as in a network that fits there) or "hot" (timed back to back, for
+a layer called in a tight loop); part of the fingerprint, so each has its own winners.
 
 Returns a new float32 NumPy array (N, K, OH, OW), OH = (H + top + bottom - ((R-1)*dil_h+1))
 // stride_h + 1, OW likewise. Runs conv::best_forward with the GIL released.

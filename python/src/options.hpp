@@ -21,7 +21,7 @@ inline int thread_arg(nanobind::handle v) {
 
 /// threads 0 = the OpenMP default; perfdb "" / nullopt = PerfDb::default_path(); find_mode "tune",
 /// "heuristic" or "db_only" (nullopt = the default, tune; CONVTUNE_FIND_MODE overrides either way);
-/// timing "cold" or "hot" (conv::Timing). Throws conv::Error naming the keyword.
+/// timing "cold", "hot" or "warm" (conv::Timing). Throws conv::Error naming the keyword.
 inline conv::ForwardOptions forward_options(int threads, const std::optional<std::string>& perfdb,
                                             const std::optional<std::string>& find_mode,
                                             const std::string& timing) {

@@ -102,8 +102,9 @@ void bind_perfdb(nb::module_& m) {
       },
       nb::arg("threads").none() = 0, nb::arg("timing").none() = "cold",
       "The text that identifies this CPU and how it was timed in perf databases: "
-      "'cpu|<brand>|<ISA>|threads=N|timing=cold' (threads 0 = the OpenMP default; timing 'cold' or "
-      "'hot'; '|onednn=<cap>' before '|threads' where ONEDNN_MAX_CPU_ISA keeps oneDNN below "
+      "'cpu|<brand>|<ISA>|threads=N|timing=cold' (threads 0 = the OpenMP default; timing 'cold', "
+      "'warm' or 'hot'; '|onednn=<cap>' before '|threads' where ONEDNN_MAX_CPU_ISA keeps oneDNN "
+      "below "
       "<ISA>). Raises convtune.Error naming threads or timing for a bad value or type.");
   m.def(
       "cpu_isa", [] { return std::string(conv::to_string(conv::cpu_isa())); },

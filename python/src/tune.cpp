@@ -186,7 +186,8 @@ data checked against a float64 reference, then is timed in interleaved rounds (a
 the run for batch_ms milliseconds; min_rounds..max_rounds rounds; budget_s seconds for the whole
 problem). algo: only algorithm ids containing one of these comma-separated substrings.
 workspace_limit: bytes. timing: "cold" (default; each run's tensors, weights and workspace are
-evicted from the caches first, as a layer in a network meets them) or "hot" (back to back); part
+evicted from the caches first, as a layer in a network meets them), "warm" (the cores' L1 and L2
+swept first, the data in the last-level cache) or "hot" (back to back); part
 of the fingerprint, so each has its own winners. With store (default), the perf database at `perfdb` (default
 $CONVTUNE_PERFDB, else ~/.cache/convtune/perfdb.sqlite) provides the candidates it already holds
 (measured again only with force) and receives the measurements, and the winners when the

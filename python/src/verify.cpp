@@ -19,7 +19,7 @@ const char* kVerifyDoc =
 verify(problems, *, threads=0, perfdb=None, timing="cold") -> list of dict
 
 problems: a convtune.Problem, a descriptor string, or a list of them. For each, the winners stored
-in `perfdb` (default path) for this CPU, threads and timing ("cold" or "hot"), one-shot and Plan
+in `perfdb` (default path) for this CPU, threads and timing ("cold", "warm" or "hot"), one-shot and Plan
 path, are run through conv2d's path and a Plan with packed weights, timed as tune() times
 candidates. Each dict: name, key, path ("oneshot" or "packed"), algo, config, stored_ms,
 observed_ms (ms), noisy (measured only under load: nothing concluded), marked (observed over

@@ -123,8 +123,11 @@ def test_timing_modes_have_their_own_winners(tmp_path):
         convtune.conv2d(x, w, padding=1, perfdb=db, find_mode="db_only")
     y = convtune.conv2d(x, w, padding=1, perfdb=db, find_mode="db_only", timing="hot")
     assert y.shape == (1, 8, 12, 12)
-    with pytest.raises(convtune.Error, match='timing: expected cold or hot, got "warm"'):
-        convtune.conv2d(x, w, padding=1, timing="warm")
+    with pytest.raises(convtune.Error):  # nor a warm one
+        convtune.conv2d(x, w, padding=1, perfdb=db, find_mode="db_only", timing="warm")
+    assert convtune.fingerprint(timing="warm").endswith("|timing=warm")
+    with pytest.raises(convtune.Error, match='timing: expected cold, hot or warm, got "tepid"'):
+        convtune.conv2d(x, w, padding=1, timing="tepid")
 
 
 def test_verify_compares_stored_and_observed(tmp_path):

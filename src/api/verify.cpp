@@ -1,6 +1,7 @@
 // conv::verify: each stored winner run as a caller runs it, timed as the tuner times candidates,
 // against its stored time (issue 60: the tuned time is the time callers get).
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "buffer.hpp"
@@ -59,6 +60,8 @@ std::vector<Verification> verify(const std::vector<ConvProblem>& problems,
                                                  : PerfDb::open(o.perfdb_path, true);
   const int threads = resolve_threads(o.threads);
   const std::string fingerprint = o.device.fingerprint(threads, o.timing);
+  std::optional<PrivateCacheSweep> sweep;
+  if (o.timing == Timing::warm) sweep.emplace(threads);
   std::vector<Verification> out;
   for (const ConvProblem& p : problems) {
     p.validate();
@@ -66,8 +69,9 @@ std::vector<Verification> verify(const std::vector<ConvProblem>& problems,
     fill_uniform(x.floats(), p.x_elems(), 1);
     fill_uniform(w.floats(), p.w_elems(), 2);
     fill_uniform(b.floats(), p.K, 3);
-    const auto evict = [&, cold = o.timing == Timing::cold] {
-      if (!cold) return;
+    const auto evict = [&] {
+      if (sweep) return (*sweep)();
+      if (o.timing != Timing::cold) return;
       for (const auto* buf : {&x, &w, &b, &y}) flush_from_caches(buf->data(), buf->size());
     };
     for (const ExecPath path : {ExecPath::oneshot, ExecPath::packed}) {

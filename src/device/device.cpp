@@ -98,13 +98,14 @@ const char* version() {
 }
 
 const char* to_string(Timing t) {
-  return t == Timing::hot ? "hot" : "cold";
+  return t == Timing::hot ? "hot" : t == Timing::warm ? "warm" : "cold";
 }
 
 Timing parse_timing(const std::string& text) {
   if (text == "cold") return Timing::cold;
   if (text == "hot") return Timing::hot;
-  throw Error("timing: expected cold or hot, got " + quoted(text));
+  if (text == "warm") return Timing::warm;
+  throw Error("timing: expected cold, hot or warm, got " + quoted(text));
 }
 
 std::string Device::fingerprint(int threads, Timing timing) const {

@@ -1,6 +1,8 @@
 // The tuner's timing method under scripted noise: disturbance detection, interleaved rounds,
 // the clean-minimum estimate, pruning, the budget, and what tune() and the perf database make
 // of noisy measurements. No test here reads a real clock: times and loads are injected.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -333,6 +335,16 @@ TEST_CASE("measure: before_run runs before every timed run, outside the time") {
   CHECK(s[0].clean_rounds == 3);
 }
 
+TEST_CASE("PrivateCacheSweep reads more than each core's L2 on every thread") {
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  for (int threads : {0, 1, 2, 3}) {
+    const conv::PrivateCacheSweep sweep(threads);
+    CHECK(sweep.bytes_per_thread() >= 2 * static_cast<size_t>(l2 > 0 ? l2 : 2 << 20));
+    CHECK(sweep.bytes_per_thread() % 64 == 0);
+    sweep();
+  }
+}
+
 TEST_CASE("flush_from_caches takes any range, aligned or not, and keeps the data") {
   std::vector<float> v(1000);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
@@ -355,6 +367,13 @@ TEST_CASE("tune: cold and hot timings are stored apart and never serve each othe
   o.timing = conv::Timing::hot;
   const auto hot = conv::tune(p, o);
   CHECK(hot.fingerprint == conv::Device::cpu().fingerprint(1, conv::Timing::hot));
+  o.timing = conv::Timing::warm;
+  const auto warm = conv::tune(p, o);
+  CHECK(warm.fingerprint == conv::Device::cpu().fingerprint(1, conv::Timing::warm));
+  CHECK(warm.fingerprint.substr(warm.fingerprint.size() - 12) == "|timing=warm");
+  CHECK(conv::parse_timing("warm") == conv::Timing::warm);
+  CHECK_THROWS_WITH(conv::parse_timing("tepid"),
+                    "timing: expected cold, hot or warm, got \"tepid\"");
   const std::string path =
       (std::filesystem::temp_directory_path() / "convtune-test-timing.sqlite").string();
   std::filesystem::remove(path);
@@ -369,8 +388,10 @@ TEST_CASE("tune: cold and hot timings are stored apart and never serve each othe
   f.find_mode = conv::FindMode::db_only;
   CHECK(conv::best_forward(p, x.data(), w.data(), nullptr, y.data(), f).source ==
         conv::ChoiceSource::perfdb);
-  f.timing = conv::Timing::hot;  // only a cold winner is stored
-  CHECK_THROWS_AS(conv::best_forward(p, x.data(), w.data(), nullptr, y.data(), f), conv::Error);
+  for (const auto other : {conv::Timing::hot, conv::Timing::warm}) {  // only a cold one is stored
+    f.timing = other;
+    CHECK_THROWS_AS(conv::best_forward(p, x.data(), w.data(), nullptr, y.data(), f), conv::Error);
+  }
   std::filesystem::remove(path);
 }
 
