@@ -37,10 +37,11 @@ struct Device {
   /// Text identifying this device and how it was timed for the perf database. CPU:
   /// "cpu|<brand>|<ISA level avx512/avx2/scalar>|threads=N|timing=<cold|hot|warm>", with
   /// "|onednn=<cap>" before "|threads" where ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) keeps oneDNN
-  /// below that ISA level; GPU: name, compute capability, SMs, memory, driver, runtime, cuDNN and
-  /// cuBLAS versions, then "|timing=...". No convtune version: what changes with an upgrade is
-  /// tracked per algorithm (Algorithm::version). Entries stored under another fingerprint are
-  /// never used. `threads` = 0 means the OpenMP default.
+  /// below that ISA level, and "|omp_wait=passive" there with OMP_WAIT_POLICY=passive; GPU: name,
+  /// compute capability, SMs, memory, driver, runtime, cuDNN and cuBLAS versions, then
+  /// "|timing=...". No convtune version: what changes with an upgrade is tracked per algorithm
+  /// (Algorithm::version). Entries stored under another fingerprint are never used. `threads` = 0
+  /// means the OpenMP default.
   std::string fingerprint(int threads = 0, Timing timing = Timing::cold) const;
 
   bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }

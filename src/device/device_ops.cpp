@@ -57,6 +57,15 @@ const char* onednn_max_isa_env() {
   return nullptr;
 }
 
+// OMP_WAIT_POLICY=passive (any case), as the OpenMP runtime reads it.
+static bool omp_wait_passive() {
+  const char* v = std::getenv("OMP_WAIT_POLICY");
+  if (!v) return false;
+  std::string s(v);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s == "passive";
+}
+
 static std::string onednn_isa_below_ours() {
   const char* cap = onednn_max_isa_env();
   if (!cap) return "";
@@ -79,6 +88,9 @@ std::string CpuOps::fingerprint(int threads) const {
   s << "cpu|" << brand << "|" << to_string(cpu_isa());
   if (const std::string onednn = onednn_isa_below_ours(); !onednn.empty())
     s << "|onednn=" << onednn;
+  // Threads that sleep at once after each parallel region pay a wake-up per call, which the
+  // default (spin a while, then sleep) does not in back-to-back runs: another set of times.
+  if (omp_wait_passive()) s << "|omp_wait=passive";
   s << "|threads=" << resolve_threads(threads);
   return s.str();
 }

@@ -19,6 +19,7 @@
 #include "conv/tuner.hpp"
 #include "device_ops.hpp"
 #include "measure.hpp"
+#include "support.hpp"
 
 using conv::LoadSignals;
 using conv::measure::Item;
@@ -393,6 +394,23 @@ TEST_CASE("tune: cold and hot timings are stored apart and never serve each othe
     CHECK_THROWS_AS(conv::best_forward(p, x.data(), w.data(), nullptr, y.data(), f), conv::Error);
   }
   std::filesystem::remove(path);
+}
+
+TEST_CASE("OMP_WAIT_POLICY=passive is part of the CPU fingerprint") {
+  std::string plain;
+  {
+    const convtest::ScopedEnv env("OMP_WAIT_POLICY", "active");
+    plain = conv::Device::cpu().fingerprint(1);
+  }
+  CHECK(plain.find("omp_wait") == std::string::npos);
+  for (const char* passive : {"passive", "PASSIVE", "Passive"}) {
+    const convtest::ScopedEnv env("OMP_WAIT_POLICY", passive);
+    std::string expected = plain;
+    expected.insert(expected.rfind("|threads=1"), "|omp_wait=passive");
+    CHECK(conv::Device::cpu().fingerprint(1) == expected);
+  }
+  const convtest::ScopedEnv env("OMP_WAIT_POLICY", "");
+  CHECK(conv::Device::cpu().fingerprint(1) == plain);
 }
 
 TEST_CASE("measure: pruning only happens within a race") {
