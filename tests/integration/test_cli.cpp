@@ -285,6 +285,25 @@ TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
   CHECK_THAT(help.out, Catch::Contains("--batch"));
 }
 
+TEST_CASE("autotune --version prints the project version, the CPU ISA and oneDNN's version") {
+  auto v = autotune("--version");
+  INFO(v.out);
+  CHECK(v.code == 0);
+  CHECK_THAT(v.out,
+             Catch::StartsWith(std::string("autotune (convtune) ") + conv::version() + "\n"));
+  // (Under the avx2 cap of the test's second run, " (capped by ...)" follows.)
+  CHECK_THAT(v.out,
+             Catch::Contains("\ncpu kernels: " + std::string(conv::to_string(conv::cpu_isa()))));
+  CHECK_THAT(v.out, Catch::Contains("\noneDNN: "));
+  auto capped = convtest::run_command("CONVTUNE_MAX_ISA=scalar '" +
+                                      std::string(CONVTUNE_AUTOTUNE_EXE) + "' --version");
+  CHECK(capped.code == 0);
+  CHECK_THAT(capped.out,
+             Catch::Contains("cpu kernels: scalar (capped by CONVTUNE_MAX_ISA=scalar)"));
+  auto top = autotune("--help");
+  CHECK_THAT(top.out, Catch::Contains("--version"));
+}
+
 TEST_CASE("autotune reports a file that is not a perf database as an error (exit 1)") {
   TempDir tmp;
   {
