@@ -84,6 +84,7 @@ struct Common {
     app->add_option("--threads", threads,
                     "CPU threads (0 = the OpenMP default: OMP_NUM_THREADS, else one per CPU the "
                     "process may run on)")
+        ->capture_default_str()
         ->check(integer_text())
         ->check(CLI::Range(0, conv::kMaxThreads));
     if (with_db)
@@ -91,7 +92,8 @@ struct Common {
                       "perf database path (default: $CONVTUNE_PERFDB, else "
                       "$XDG_CACHE_HOME/convtune/perfdb.sqlite, else ~/.cache/convtune/...)")
           ->check([](const std::string& v) { return v.empty() ? "empty path" : ""; });
-    app->add_option("--device", device, "cpu or cuda:N (explain: also all, every device)");
+    app->add_option("--device", device, "cpu or cuda:N (explain: also all, every device)")
+        ->capture_default_str();
     app->add_option("--timing", timing,
                     "how runs are timed, and so which winners apply: cold (evicted from the "
                     "caches before each run, as a layer in a network) or hot (back to back)")
@@ -147,33 +149,38 @@ struct TuneArgs {
     // Empty would otherwise mean no filter and answer from a stored winner, which an --algo
     // run never does.
     app->add_option("--algo", algo,
-                    "only algorithms whose id contains one of these comma-separated substrings")
+                    "only algorithms whose id contains one of these comma-separated substrings "
+                    "(default: every algorithm)")
         ->check([](const std::string& v) {
           return v.empty() ? "\"\" names no algorithm (comma-separated parts of ids)" : "";
         });
     app->add_option("--budget", budget_s, "time budget per problem, seconds")
+        ->capture_default_str()
         ->check(CLI::Range(0.001, 1e6) & finite());
     app->add_option("--rounds", rounds, "interleaved timing rounds per candidate, at least")
+        ->capture_default_str()
         ->check(integer_text())
         ->check(CLI::Range(1, 100000));
     app->add_option("--max-rounds", max_rounds,
                     "timing rounds per candidate at most, while rounds are disturbed by other "
                     "processes or disagree")
+        ->capture_default_str()
         ->check(integer_text())
         ->check(CLI::Range(1, 100000));
     app->add_option("--batch-ms", batch_ms,
                     "a round repeats a candidate's run until it lasts this many milliseconds "
                     "(at most 1000 runs, and never past --budget)")
+        ->capture_default_str()
         ->check(CLI::Range(0.0, 1e6) & finite());
     app->add_option("--workspace-limit", workspace_mib,
-                    "largest workspace a candidate may use, MiB")
+                    "largest workspace a candidate may use, MiB (default: no limit)")
         ->check(CLI::Range(0.0, 1e12) & finite());
     app->add_option("--shard", shard,
                     "tune only shard I of N of the distinct problems (\"I/N\", 0 <= I < N), or "
                     "\"auto\": from a Slurm job array (SLURM_ARRAY_TASK_ID, "
                     "SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN) or a Kubernetes Indexed Job "
                     "(JOB_COMPLETION_INDEX, "
-                    "CONVTUNE_SHARD_COUNT)")
+                    "CONVTUNE_SHARD_COUNT); default: every problem")
         ->check([](const std::string& v) {
           return v.empty() ? "expected I/N with 0 <= I < N, or auto, got \"\"" : "";
         });

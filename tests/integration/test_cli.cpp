@@ -304,6 +304,23 @@ TEST_CASE("autotune --version prints the project version, the CPU ISA and oneDNN
   CHECK_THAT(top.out, Catch::Contains("--version"));
 }
 
+TEST_CASE("autotune --help shows every option's default") {
+  // Every option with a default shows it (CLI11 writes it after the type, "=3").
+  for (const char* sub : {"tune", "explain"}) {
+    auto help = autotune(std::string(sub) + " --help");
+    INFO(help.out);
+    CHECK(help.code == 0);
+    for (const char* shown :
+         {"--threads INT:INT:INT in [0 - 1024]=0\n", "--device TEXT=cpu ", "{cold,hot}=cold\n",
+          "--budget FLOAT:(FLOAT in [0.001 - 1e+06]) AND (FINITE)=120\n",
+          "--rounds INT:INT:INT in [1 - 100000]=3\n",
+          "--max-rounds INT:INT:INT in [1 - 100000]=20\n",
+          "--batch-ms FLOAT:(FLOAT in [0 - 1e+06]) AND (FINITE)=1\n", "(default: no limit)",
+          "(default: every algorithm)", "default: every problem", "(default: $CONVTUNE_PERFDB"})
+      CHECK_THAT(help.out, Catch::Contains(shown));
+  }
+}
+
 TEST_CASE("autotune reports a file that is not a perf database as an error (exit 1)") {
   TempDir tmp;
   {
