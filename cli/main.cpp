@@ -16,6 +16,7 @@
 #include "conv/algorithm.hpp"
 #include "options.hpp"
 #include "peak.hpp"
+#include "quoted.hpp"
 #include "report.hpp"
 
 namespace conv::cli {
@@ -228,8 +229,19 @@ int main(int argc, char** argv) {
     return std::cout ? 0 : 1;
   }
   if (unknown_subcommand(app, 0) || (args[0] == "db" && unknown_subcommand(*db, 1))) return 2;
-  for (CLI::App* sub : {tune, explain, layers, verify})
-    if (!args.empty() && args[0] == sub->get_name()) args = miopen.extract(args, 1, *sub);
+  for (CLI::App* sub : {tune, explain, layers, verify}) {
+    if (args.empty() || args[0] != sub->get_name()) continue;
+    // Before the MIOpenDriver tokens are picked out: MIOpenDriver has a --mode (conv, trans).
+    std::vector<std::string> dropped;
+    args = drop_benchdnn_run_options(args, 1, &dropped);
+    if (!dropped.empty()) {
+      std::string words;
+      for (const std::string& d : dropped) words += (words.empty() ? "" : " ") + d;
+      std::cerr << "autotune: note: benchdnn's " << conv::escaped(words)
+                << " ignored: autotune checks every candidate against a reference and times it\n";
+    }
+    args = miopen.extract(args, 1, *sub);
+  }
   // CLI11 reads "--db=" as "--db" followed by the next argument, which would then be taken as
   // the value (a descriptor as the database path): an empty inline value is an error here.
   for (const std::string& a : args)

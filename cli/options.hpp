@@ -74,6 +74,38 @@ struct MiopenArgs {
   }
 };
 
+/// benchdnn's run-control options in a pasted benchdnn command line (`--conv --mode=P
+/// mb1ic3ih227oc96kh11sh4`): `--conv` (the driver) and `--mode=` with a benchdnn mode (letters
+/// of C, P, F, L, I, R, B, any case: `--mode=conv` and `--mode=trans` are MIOpenDriver's and
+/// stay), and a leading program name whose last path component is `benchdnn`. They choose how
+/// benchdnn runs a problem, not which convolution it is: they are dropped from argv[first..],
+/// and `dropped` lists them for the note main() prints. Everything after `--` stays.
+inline std::vector<std::string> drop_benchdnn_run_options(const std::vector<std::string>& argv,
+                                                          size_t first,
+                                                          std::vector<std::string>* dropped) {
+  auto is_mode = [](const std::string& a) {
+    if (a.rfind("--mode=", 0) != 0 || a.size() == 7 || a.size() > 10) return false;
+    return a.find_first_not_of("CPFLIRBcpflirb", 7) == std::string::npos;
+  };
+  auto is_program = [](const std::string& a) {
+    const size_t slash = a.rfind('/');
+    return a.substr(slash == std::string::npos ? 0 : slash + 1) == "benchdnn";
+  };
+  std::vector<std::string> rest(argv.begin(), argv.begin() + static_cast<long>(first));
+  for (size_t i = first; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--") {
+      rest.insert(rest.end(), argv.begin() + static_cast<long>(i), argv.end());
+      break;
+    }
+    if (a == "--conv" || is_mode(a) || (i == first && is_program(a)))
+      dropped->push_back(a);
+    else
+      rest.push_back(a);
+  }
+  return rest;
+}
+
 struct Common {
   int threads = 0;
   std::string db;

@@ -157,6 +157,26 @@ TEST_CASE(
   CHECK(on_show.code == 2);
 }
 
+TEST_CASE("autotune takes benchdnn's --conv and --mode=P with a note, MIOpen's --mode stays") {
+  // Issue 64: `--conv --mode=P` had been refused (--mode taken for MIOpenDriver's).
+  for (const char* line : {"--conv --mode=P mb1ic3ih8oc1kh3", "mb1ic3ih8oc1kh3 --mode=cp --conv",
+                           "./benchdnn --conv --mode=P mb1ic3ih8oc1kh3"}) {
+    auto r = autotune(std::string("layers ") + line);
+    INFO(line << ": " << r.out);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("\nmb1ic3ih8oc1kh3\n"));
+    CHECK_THAT(r.out, Catch::Contains("autotune: note: benchdnn's ") &&
+                          Catch::Contains(" ignored: autotune checks every candidate"));
+  }
+  // MIOpenDriver's own --mode is still its own.
+  auto trans = autotune("layers conv --mode=trans");
+  CHECK(trans.code == 2);
+  CHECK_THAT(trans.out, Catch::Contains("-m/--mode") && Catch::Contains("transposed"));
+  auto bad = autotune("layers conv --mode=X");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("-m/--mode: expected \"conv\", got \"X\""));
+}
+
 TEST_CASE("autotune layers and tune --model: every convolution of a network, duplicates once") {
   const std::string models = CONVTUNE_MODELS_DIR;
   auto alex = autotune("layers --model '" + models + "/alexnet.prototxt'");
