@@ -47,6 +47,8 @@ struct MiopenArgs {
   std::vector<std::string> extract(const std::vector<std::string>& argv, size_t first,
                                    const CLI::App& sub) {
     std::vector<std::string> rest(argv.begin(), argv.begin() + static_cast<long>(first));
+    size_t words = 0;            // the program name and sub-command, kept in their order
+    bool after_program = false;  // the token after the program name is its sub-command
     for (size_t i = first; i < argv.size(); ++i) {
       const std::string& a = argv[i];
       if (a == "--") {  // everything after it is CLI11's
@@ -58,13 +60,24 @@ struct MiopenArgs {
         for (const CLI::Option* o : sub.get_options())
           own = own || (o->get_type_size() != 0 && o->check_lname(a.substr(2)));
       bool value_follows = false;
+      // Whatever follows the program name is the driver's sub-command (`MIOpenDriver pool`
+      // is then refused as such, not read as a descriptor).
+      if (after_program && !a.empty() && a[0] != '-') {
+        args.insert(args.begin() + static_cast<long>(words++), a);
+        after_program = false;
+        continue;
+      }
+      after_program = false;
       if (own || !conv::is_miopen_arg(a, &value_follows)) {
         rest.push_back(a);
         if (own && i + 1 < argv.size()) rest.push_back(argv[++i]);
         continue;
       }
-      if (a[0] != '-') {  // the sub-command word (conv, convfp16, ...) leads the driver line
-        args.insert(args.begin(), a);
+      if (a[0] != '-') {  // the program name and sub-command word (conv, ...) lead the line
+        args.insert(args.begin() + static_cast<long>(words++), a);
+        const std::string program = "MIOpenDriver";  // its name ends the path
+        after_program = a.size() >= program.size() &&
+                        a.compare(a.size() - program.size(), program.size(), program) == 0;
         continue;
       }
       args.push_back(a);
@@ -173,8 +186,9 @@ struct TuneArgs {
     app->footer(
         "MIOpenDriver conv command lines are accepted too, as pasted from logs: e.g. autotune " +
         app->get_name() +
-        " conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -F 1 -t 1 "
-        "(forward fp32 NCHW only; long forms such as --batchsize too).");
+        " ./bin/MIOpenDriver conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 "
+        "-j 1 -F 1 -t 1 (forward fp32 NCHW only; long forms such as --batchsize too). benchdnn's "
+        "--conv and --mode=P are ignored, with a note.");
   }
   void add_to(CLI::App* app) {
     add_sources_to(app);

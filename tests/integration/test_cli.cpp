@@ -177,6 +177,34 @@ TEST_CASE("autotune takes benchdnn's --conv and --mode=P with a note, MIOpen's -
   CHECK_THAT(bad.out, Catch::Contains("-m/--mode: expected \"conv\", got \"X\""));
 }
 
+TEST_CASE("autotune takes a MIOpenDriver line pasted with its program name") {
+  // Issue 64: the program name had been read as a descriptor ("descriptor ... unknown token").
+  for (const char* program : {"./bin/MIOpenDriver", "/opt/rocm/bin/MIOpenDriver", "MIOpenDriver"}) {
+    auto l = autotune(std::string("layers ") + program +
+                      " conv -n 1 -c 3 -H 227 -W 227 -k 96 -y 11 -x 11 -u 4 -v 4 -F 1 -t 1");
+    INFO(program << ": " << l.out);
+    CHECK(l.code == 0);
+    CHECK_THAT(l.out, Catch::Contains("\nmb1ic3ih227oc96kh11sh4\n"));
+  }
+  // Among autotune's own options, after other problems.
+  auto mixed = autotune("layers mb1ic3ih8oc1kh3 ./bin/MIOpenDriver conv -c 4 -H 9 -W 9 -n 2");
+  INFO(mixed.out);
+  CHECK(mixed.code == 0);
+  CHECK_THAT(mixed.out, Catch::Contains("mb1ic3ih8oc1kh3\nmb2ic4ih9oc32kh3\n"));
+  // Other data types are refused, naming the type.
+  auto bf16 = autotune("tune ./bin/MIOpenDriver convbfp16 -n 1 --db /tmp/convtune-unused.sqlite");
+  CHECK(bf16.code == 2);
+  CHECK_THAT(bf16.out, Catch::Contains("\"convbfp16\": its data type is bf16") &&
+                           Catch::Contains("fp32 convolutions only"));
+  // Whatever follows the program name is its sub-command, not a descriptor.
+  auto pool = autotune("layers ./bin/MIOpenDriver pool -n 1");
+  CHECK(pool.code == 2);
+  CHECK_THAT(pool.out, Catch::Contains("sub-command \"pool\": expected \"conv\""));
+  auto bare = autotune("layers ./bin/MIOpenDriver");
+  CHECK(bare.code == 2);
+  CHECK_THAT(bare.out, Catch::Contains("its sub-command (\"conv\") must follow it"));
+}
+
 TEST_CASE("autotune layers and tune --model: every convolution of a network, duplicates once") {
   const std::string models = CONVTUNE_MODELS_DIR;
   auto alex = autotune("layers --model '" + models + "/alexnet.prototxt'");

@@ -760,6 +760,36 @@ TEST_CASE("parse_miopen_flags: whole MIOpenDriver conv command lines as pasted f
   CHECK(c == b);
 }
 
+TEST_CASE("parse_miopen_flags: a line pasted with the driver's program name") {
+  // Issue 64: `./bin/MIOpenDriver conv -n 1 ...` had failed as a descriptor.
+  const ConvProblem expected = parse_descriptor("mb1ic3ih227oc96kh11sh4");
+  for (const char* program : {"./bin/MIOpenDriver", "/opt/rocm/bin/MIOpenDriver", "MIOpenDriver"})
+    CHECK(conv::parse_miopen_flags(split(
+              std::string(program) +
+              " conv -n 1 -c 3 -H 227 -W 227 -k 96 -y 11 -x 11 -u 4 -v 4 -F 1 -t 1")) == expected);
+  // The other sub-commands name their data type: convtune computes fp32 only.
+  const std::pair<const char*, const char*> typed[] = {{"convfp16", "fp16"}, {"convbfp16", "bf16"},
+                                                       {"convint8", "int8"}, {"convfp8", "fp8"},
+                                                       {"convbfp8", "bf8"},  {"convfp64", "fp64"}};
+  for (const auto& [sub, type] : typed) {
+    INFO(sub);
+    CHECK_THROWS_WITH(
+        conv::parse_miopen_flags(split(std::string("./bin/MIOpenDriver ") + sub + " -n 1")),
+        Contains(std::string("sub-command \"") + sub + "\": its data type is " + type) &&
+            Contains("fp32"));
+  }
+  // The driver needs its sub-command after the program name.
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("./bin/MIOpenDriver")),
+                    Contains("program name \"./bin/MIOpenDriver\"") && Contains("sub-command"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("MIOpenDriver -n 1")),
+                    Contains("program name") && Contains("sub-command"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("MIOpenDriver pool -n 1")),
+                    Contains("sub-command \"pool\": expected \"conv\""));
+  // The name is not a flag once the sub-command has begun the line.
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("conv MIOpenDriver -n 1")),
+                    Contains("\"MIOpenDriver\""));
+}
+
 TEST_CASE("parse_miopen_flags: padding modes as MIOpenDriver computes them") {
   // same: floor((k - s) / 2) when s divides the input, else floor((k - in % s) / 2).
   const ConvProblem s1 =
@@ -809,6 +839,12 @@ TEST_CASE("is_miopen_arg tells MIOpenDriver tokens from others") {
   CHECK_FALSE(follows);
   CHECK(conv::is_miopen_arg("conv"));
   CHECK(conv::is_miopen_arg("convfp16"));
+  CHECK(conv::is_miopen_arg("MIOpenDriver", &follows));
+  CHECK_FALSE(follows);
+  CHECK(conv::is_miopen_arg("./bin/MIOpenDriver"));
+  CHECK(conv::is_miopen_arg("/opt/rocm/bin/MIOpenDriver"));
+  CHECK_FALSE(conv::is_miopen_arg("MIOpenDriver2"));
+  CHECK_FALSE(conv::is_miopen_arg("bin/MIOpenDriver/x"));
   CHECK_FALSE(conv::is_miopen_arg("--batch"));
   CHECK_FALSE(conv::is_miopen_arg("--json"));
   CHECK_FALSE(conv::is_miopen_arg("-h"));
