@@ -102,13 +102,21 @@ std::string to_descriptor(const ConvProblem& p);
 /// to the end of the line; blank lines are skipped; a word ending in `\` continues with the next
 /// word (benchdnn). Options: `--mb=N` sets the batch of the following descriptors (N = 0: as
 /// written; this and nested files), `--reset` clears it, `--batch=FILE` reads FILE (relative to
-/// this file's folder) in place; `--dir=` other than FWD_B, FWD_D or FWD_I and `--cfg=`/`--dt=`
-/// other than f32 are refused (they ask for another computation); every other word starting with
-/// `-` (--conv, --alg, --attr-..., --stag, -v...) is ignored since it does not change the
-/// forward convolution. Returns the problems in file order. Throws conv::Error
+/// this file's folder) in place; `--match=REGEX` keeps only the following descriptors (this and
+/// nested files) in which the POSIX basic regular expression REGEX matches somewhere (as benchdnn:
+/// regcomp with no flags, regexec), matched against the descriptor as to_descriptor() prints it
+/// (`--mb` applied, name included: `mb1ic3ih227oc96kh11sh4n"alexnet:conv1"`); `--match=` (empty)
+/// and `--reset` keep all again. `--dir=` other than FWD_B, FWD_D or FWD_I and
+/// `--cfg=`/`--dt=` other than f32 are refused (they ask for another computation); every other
+/// word starting with `-` (--conv, --mode=P, --alg, --attr-..., --stag, -v...) is ignored since
+/// it does not change the forward convolution. Returns the problems in file order. Throws
+/// conv::Error
 /// `<path>:<line>: <descriptor error>` for a bad descriptor or option, and
 /// `batch file "<path>": cannot open for reading` when the file cannot be read.
 std::vector<ConvProblem> read_batch_file(const std::string& path);
+/// As read_batch_file(path); `*unmatched` (when not null) is set to the number of descriptors
+/// that `--match` left out.
+std::vector<ConvProblem> read_batch_file(const std::string& path, size_t* unmatched);
 
 /// Builds a problem from a MIOpenDriver conv command line given as argv-like tokens, e.g.
 /// {"conv","-n","1","-c","3","-H","227","-W","227","-k","96","-y","11","-x","11","-u","4",

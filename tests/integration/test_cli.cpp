@@ -177,6 +177,28 @@ TEST_CASE("autotune takes benchdnn's --conv and --mode=P with a note, MIOpen's -
   CHECK_THAT(bad.out, Catch::Contains("-m/--mode: expected \"conv\", got \"X\""));
 }
 
+TEST_CASE("autotune honours --match in a batch file and says how many it left out") {
+  TempDir tmp;
+  const std::string batch = (tmp.dir / "resnet.txt").string();
+  write_file(batch,
+             "--conv --mode=P --match=res4\n"
+             "mb1ic64ih56oc64kh3ph1n\"res2_3x3\"\n"
+             "mb1ic256ih14oc256kh3ph1n\"res4_3x3\"\n"
+             "mb1ic512ih14oc512kh3sh2ph1n\"res5_3x3_s2\"\n");
+  auto l = autotune("layers --batch '" + batch + "'");
+  INFO(l.out);
+  CHECK(l.code == 0);
+  CHECK_THAT(l.out, Catch::Contains("\nmb1ic256ih14oc256kh3ph1n\"res4_3x3\"\n"));
+  CHECK_THAT(l.out, !Catch::Contains("res2_3x3") && !Catch::Contains("res5_3x3_s2"));
+  CHECK_THAT(l.out, Catch::Contains("resnet.txt: --match left out 2 of 3 problem(s)"));
+  // Nothing left: the usual error, after the note that says why.
+  write_file(batch, "--match=nothing mb1ic3ih8oc1kh3\n");
+  auto none = autotune("layers --batch '" + batch + "'");
+  CHECK(none.code == 2);
+  CHECK_THAT(none.out,
+             Catch::Contains("--match left out 1 of 1") && Catch::Contains("no problem given"));
+}
+
 TEST_CASE("autotune takes a MIOpenDriver line pasted with its program name") {
   // Issue 64: the program name had been read as a descriptor ("descriptor ... unknown token").
   for (const char* program : {"./bin/MIOpenDriver", "/opt/rocm/bin/MIOpenDriver", "MIOpenDriver"}) {

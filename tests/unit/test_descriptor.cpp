@@ -575,6 +575,44 @@ TEST_CASE("read_batch_file: benchdnn options") {
   CHECK(ps[4].N == 4);
 }
 
+TEST_CASE("read_batch_file: --match keeps the problems whose descriptor matches, as benchdnn") {
+  // Issue 64: --match had been ignored, so every problem of the file was tuned.
+  TempFile inner("ic1ih5oc1kh3n\"res4_inner\"\nic1ih5oc1kh3n\"res5_inner\"\n", "inner");
+  TempFile f(
+      "--conv --mode=P\n"
+      "ic1ih5oc1kh3n\"res3_a\"\n"
+      "--match=res4\n"
+      "ic1ih5oc1kh3n\"res4_a\" ic1ih6oc1kh3n\"res5_a\" ic1ih7oc1kh3n\"res4_b\"\n"
+      "--batch=" +
+      inner.filename() +
+      "\n"
+      // The whole descriptor is matched, shapes too, with --mb applied.
+      "--mb=3 --match=mb3ic1ih7\n"
+      "ic1ih7oc1kh3n\"x\" ic1ih8oc1kh3n\"y\"\n"
+      "--match=\n"  // empty: everything again
+      "ic1ih9oc1kh3n\"all_again\"\n"
+      // POSIX basic syntax, searched anywhere: ^ anchors at the descriptor's start, + is a
+      // literal character.
+      "--match=^mb[0-9]*ic1ih1[0-9]\n"
+      "ic1ih10oc1kh3n\"ten\" ic1ih9oc1kh3n\"nine\"\n"
+      "--match=res+4 ic1ih5oc1kh3n\"res4\" ic1ih5oc1kh3n\"res+4\"\n"
+      "--reset ic1ih5oc1kh3n\"reset\"\n");
+  size_t unmatched = 0;
+  const auto ps = conv::read_batch_file(f.path(), &unmatched);
+  std::vector<std::string> names;
+  for (const auto& p : ps) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"res3_a", "res4_a", "res4_b", "res4_inner", "x",
+                                          "all_again", "ten", "res+4", "reset"});
+  CHECK(unmatched == 5);  // res5_a, res5_inner, y, nine, and res4 (res+4 matches only "res+4")
+  CHECK(ps[4].N == 3);
+  // Without the count, the same problems.
+  CHECK(conv::read_batch_file(f.path()).size() == ps.size());
+  // A bad expression names the file, line and option.
+  TempFile bad("ic1ih5oc1kh3\n--match=res[4\n");
+  CHECK_THROWS_WITH(conv::read_batch_file(bad.path()),
+                    Contains(bad.path() + ":2: \"--match=res[4\": not a valid regular expression"));
+}
+
 TEST_CASE("read_batch_file errors name the file and the line") {
   SECTION("bad descriptor") {
     TempFile f("# header\nic1ih5oc1kh3\n\nic1ih5oc1kh3 ic1ih5xx1\n");
