@@ -461,15 +461,41 @@ TEST_CASE("autotune tune exits 1 when a layer ends with no correct candidate") {
   INFO(r.out);
   CHECK(r.code == 1);
   CHECK_THAT(r.out, Catch::Contains("no correct candidate"));
-  // Why: nothing ran, rather than nothing was correct.
-  CHECK_THAT(r.out, Catch::Contains("no candidate ran: each was skipped"));
+  // Why: nothing ran, rather than nothing was correct, and the reason by name.
+  CHECK_THAT(r.out, Catch::Contains("no candidate ran: ") &&
+                        Catch::Contains(" over --workspace-limit (") &&
+                        Catch::Contains("exceeds the limit 0"));
+  CHECK_THAT(r.out, !Catch::Contains("--budget"));
   // Likewise where an unrestricted tune stored a winner: the limit is not answered from it.
   auto full = autotune("tune 'mb1ic8ih8oc8kh3' --db '" + tmp.db() + "'" + quick);
   CHECK(full.code == 0);
   r = autotune("tune 'mb1ic8ih8oc8kh3' --workspace-limit 0 --db '" + tmp.db() + "'" + quick);
   INFO(r.out);
   CHECK(r.code == 1);
-  CHECK_THAT(r.out, Catch::Contains("no candidate ran: each was skipped"));
+  CHECK_THAT(r.out,
+             Catch::Contains("no candidate ran: ") && Catch::Contains(" over --workspace-limit ("));
+}
+
+TEST_CASE("autotune tune names the time budget when every candidate ran out of it") {
+  // Issue 64: `--budget 0.001` had said "each was skipped, e.g. over --workspace-limit". The
+  // float64 reference of this problem alone takes longer than 1 ms.
+  TempDir tmp;
+  const std::string p = " 'mb1ic64ih28oc64kh3ph1' --budget 0.001 --db '" + tmp.db() + "'" + quick;
+  auto r = autotune("tune" + p);
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("no candidate ran: ") &&
+                        Catch::Contains(" out of --budget (e.g. time budget of 1 ms for this "
+                                        "problem used up)"));
+  CHECK_THAT(r.out, !Catch::Contains("workspace-limit"));
+  // Both reasons, each named: the workspace limit is checked first (cpu.direct's workspace, a
+  // padded copy of the input, is 0.2 MiB here, Winograd's and FFT's over 1 MiB).
+  r = autotune("tune" + p + " --workspace-limit 1");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("no candidate ran: ") &&
+                        Catch::Contains(" over --workspace-limit (") &&
+                        Catch::Contains(" out of --budget ("));
 }
 
 TEST_CASE("autotune tune goes on past a layer too big for memory and exits 1") {
