@@ -5,13 +5,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
+#include "conv/algorithm.hpp"
 #include "options.hpp"
 #include "peak.hpp"
+#include "quoted.hpp"
 #include "report.hpp"
 
 namespace conv::cli {
@@ -98,6 +103,29 @@ int run_explain(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
   return failed.empty() ? 0 : 1;
 }
 
+// `autotune --version`: the project version (CMake's project(VERSION)), the ISA the CPU kernels
+// use here and the oneDNN the vendor baseline runs.
+std::string version_text() {
+  std::ostringstream s;
+  s << "autotune (convtune) " << conv::version() << "\n";
+  s << "cpu kernels: ";
+  try {
+    s << conv::to_string(conv::cpu_isa());
+    if (const char* cap = std::getenv("CONVTUNE_MAX_ISA"); cap && *cap)
+      s << " (capped by CONVTUNE_MAX_ISA=" << cap << ")";
+  } catch (const conv::Error& e) {
+    s << "unknown (" << e.what() << ")";
+  }
+  s << "\n";
+  // cpu.onednn's version is "<ours>+onednn.<major>.<minor>.<patch>".
+  if (const conv::Algorithm* a = conv::find_algorithm("cpu.onednn")) {
+    const std::string v = a->version();
+    const size_t at = v.find("onednn.");
+    if (at != std::string::npos) s << "oneDNN: " << v.substr(at + 7) << "\n";
+  }
+  return s.str();
+}
+
 }  // namespace
 
 }  // namespace conv::cli
@@ -108,6 +136,9 @@ int main(int argc, char** argv) {
   CLI::App app{"autotune: measure convtune's convolution algorithms and keep the winners",
                "autotune"};
   app.require_subcommand(1);
+  // Answered before the subcommand is looked for (below); registered for --help.
+  app.set_version_flag("--version", std::function<std::string()>(version_text),
+                       "print the version, CPU ISA and oneDNN version, and exit");
   Common common_tune, common_explain, common_show, common_db_show, common_verify;
   TuneArgs tune_args, explain_args, verify_args;
   TuneArgs layers_args;
@@ -193,9 +224,24 @@ int main(int argc, char** argv) {
               << " (one of: " << names << ")\n";
     return true;
   };
+  if (!args.empty() && args[0] == "--version") {
+    std::cout << version_text() << std::flush;
+    return std::cout ? 0 : 1;
+  }
   if (unknown_subcommand(app, 0) || (args[0] == "db" && unknown_subcommand(*db, 1))) return 2;
-  for (CLI::App* sub : {tune, explain, layers, verify})
-    if (!args.empty() && args[0] == sub->get_name()) args = miopen.extract(args, 1, *sub);
+  for (CLI::App* sub : {tune, explain, layers, verify}) {
+    if (args.empty() || args[0] != sub->get_name()) continue;
+    // Before the MIOpenDriver tokens are picked out: MIOpenDriver has a --mode (conv, trans).
+    std::vector<std::string> dropped;
+    args = drop_benchdnn_run_options(args, 1, &dropped);
+    if (!dropped.empty()) {
+      std::string words;
+      for (const std::string& d : dropped) words += (words.empty() ? "" : " ") + d;
+      std::cerr << "autotune: note: benchdnn's " << conv::escaped(words)
+                << " ignored: autotune checks every candidate against a reference and times it\n";
+    }
+    args = miopen.extract(args, 1, *sub);
+  }
   // CLI11 reads "--db=" as "--db" followed by the next argument, which would then be taken as
   // the value (a descriptor as the database path): an empty inline value is an error here.
   for (const std::string& a : args)

@@ -2,6 +2,7 @@
 #include "options.hpp"
 
 #include "conv/model.hpp"
+#include "quoted.hpp"
 
 #include <cstdlib>
 #include <iostream>
@@ -14,7 +15,11 @@ std::vector<conv::ConvProblem> collect_problems(const TuneArgs& t, const MiopenA
   try {
     for (const auto& d : t.descriptors) problems.push_back(conv::parse_descriptor(d));
     for (const auto& b : t.batches) {
-      auto ps = conv::read_batch_file(b);
+      size_t unmatched = 0;
+      auto ps = conv::read_batch_file(b, &unmatched);
+      if (unmatched > 0)
+        std::cerr << "autotune: " << conv::escaped(b) << ": --match left out " << unmatched
+                  << " of " << unmatched + ps.size() << " problem(s)\n";
       problems.insert(problems.end(), ps.begin(), ps.end());
     }
     conv::InputShapes inputs;

@@ -47,6 +47,8 @@ struct MiopenArgs {
   std::vector<std::string> extract(const std::vector<std::string>& argv, size_t first,
                                    const CLI::App& sub) {
     std::vector<std::string> rest(argv.begin(), argv.begin() + static_cast<long>(first));
+    size_t words = 0;            // the program name and sub-command, kept in their order
+    bool after_program = false;  // the token after the program name is its sub-command
     for (size_t i = first; i < argv.size(); ++i) {
       const std::string& a = argv[i];
       if (a == "--") {  // everything after it is CLI11's
@@ -58,13 +60,24 @@ struct MiopenArgs {
         for (const CLI::Option* o : sub.get_options())
           own = own || (o->get_type_size() != 0 && o->check_lname(a.substr(2)));
       bool value_follows = false;
+      // Whatever follows the program name is the driver's sub-command (`MIOpenDriver pool`
+      // is then refused as such, not read as a descriptor).
+      if (after_program && !a.empty() && a[0] != '-') {
+        args.insert(args.begin() + static_cast<long>(words++), a);
+        after_program = false;
+        continue;
+      }
+      after_program = false;
       if (own || !conv::is_miopen_arg(a, &value_follows)) {
         rest.push_back(a);
         if (own && i + 1 < argv.size()) rest.push_back(argv[++i]);
         continue;
       }
-      if (a[0] != '-') {  // the sub-command word (conv, convfp16, ...) leads the driver line
-        args.insert(args.begin(), a);
+      if (a[0] != '-') {  // the program name and sub-command word (conv, ...) lead the line
+        args.insert(args.begin() + static_cast<long>(words++), a);
+        const std::string program = "MIOpenDriver";  // its name ends the path
+        after_program = a.size() >= program.size() &&
+                        a.compare(a.size() - program.size(), program.size(), program) == 0;
         continue;
       }
       args.push_back(a);
@@ -73,6 +86,38 @@ struct MiopenArgs {
     return rest;
   }
 };
+
+/// benchdnn's run-control options in a pasted benchdnn command line (`--conv --mode=P
+/// mb1ic3ih227oc96kh11sh4`): `--conv` (the driver) and `--mode=` with a benchdnn mode (letters
+/// of C, P, F, L, I, R, B, any case: `--mode=conv` and `--mode=trans` are MIOpenDriver's and
+/// stay), and a leading program name whose last path component is `benchdnn`. They choose how
+/// benchdnn runs a problem, not which convolution it is: they are dropped from argv[first..],
+/// and `dropped` lists them for the note main() prints. Everything after `--` stays.
+inline std::vector<std::string> drop_benchdnn_run_options(const std::vector<std::string>& argv,
+                                                          size_t first,
+                                                          std::vector<std::string>* dropped) {
+  auto is_mode = [](const std::string& a) {
+    if (a.rfind("--mode=", 0) != 0 || a.size() == 7 || a.size() > 10) return false;
+    return a.find_first_not_of("CPFLIRBcpflirb", 7) == std::string::npos;
+  };
+  auto is_program = [](const std::string& a) {
+    const size_t slash = a.rfind('/');
+    return a.substr(slash == std::string::npos ? 0 : slash + 1) == "benchdnn";
+  };
+  std::vector<std::string> rest(argv.begin(), argv.begin() + static_cast<long>(first));
+  for (size_t i = first; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--") {
+      rest.insert(rest.end(), argv.begin() + static_cast<long>(i), argv.end());
+      break;
+    }
+    if (a == "--conv" || is_mode(a) || (i == first && is_program(a)))
+      dropped->push_back(a);
+    else
+      rest.push_back(a);
+  }
+  return rest;
+}
 
 struct Common {
   int threads = 0;
@@ -84,6 +129,7 @@ struct Common {
     app->add_option("--threads", threads,
                     "CPU threads (0 = the OpenMP default: OMP_NUM_THREADS, else one per CPU the "
                     "process may run on)")
+        ->capture_default_str()
         ->check(integer_text())
         ->check(CLI::Range(0, conv::kMaxThreads));
     if (with_db)
@@ -91,7 +137,8 @@ struct Common {
                       "perf database path (default: $CONVTUNE_PERFDB, else "
                       "$XDG_CACHE_HOME/convtune/perfdb.sqlite, else ~/.cache/convtune/...)")
           ->check([](const std::string& v) { return v.empty() ? "empty path" : ""; });
-    app->add_option("--device", device, "cpu or cuda:N (explain: also all, every device)");
+    app->add_option("--device", device, "cpu or cuda:N (explain: also all, every device)")
+        ->capture_default_str();
     app->add_option("--timing", timing,
                     "how runs are timed, and so which winners apply: cold (evicted from the "
                     "caches before each run, as a layer in a network), warm (the cores' L1 and L2 "
@@ -141,41 +188,47 @@ struct TuneArgs {
     app->footer(
         "MIOpenDriver conv command lines are accepted too, as pasted from logs: e.g. autotune " +
         app->get_name() +
-        " conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -F 1 -t 1 "
-        "(forward fp32 NCHW only; long forms such as --batchsize too).");
+        " ./bin/MIOpenDriver conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 "
+        "-j 1 -F 1 -t 1 (forward fp32 NCHW only; long forms such as --batchsize too). benchdnn's "
+        "--conv and --mode=P are ignored, with a note.");
   }
   void add_to(CLI::App* app) {
     add_sources_to(app);
     // Empty would otherwise mean no filter and answer from a stored winner, which an --algo
     // run never does.
     app->add_option("--algo", algo,
-                    "only algorithms whose id contains one of these comma-separated substrings")
+                    "only algorithms whose id contains one of these comma-separated substrings "
+                    "(default: every algorithm)")
         ->check([](const std::string& v) {
           return v.empty() ? "\"\" names no algorithm (comma-separated parts of ids)" : "";
         });
     app->add_option("--budget", budget_s, "time budget per problem, seconds")
+        ->capture_default_str()
         ->check(CLI::Range(0.001, 1e6) & finite());
     app->add_option("--rounds", rounds, "interleaved timing rounds per candidate, at least")
+        ->capture_default_str()
         ->check(integer_text())
         ->check(CLI::Range(1, 100000));
     app->add_option("--max-rounds", max_rounds,
                     "timing rounds per candidate at most, while rounds are disturbed by other "
                     "processes or disagree")
+        ->capture_default_str()
         ->check(integer_text())
         ->check(CLI::Range(1, 100000));
     app->add_option("--batch-ms", batch_ms,
                     "a round repeats a candidate's run until it lasts this many milliseconds "
                     "(at most 1000 runs, and never past --budget)")
+        ->capture_default_str()
         ->check(CLI::Range(0.0, 1e6) & finite());
     app->add_option("--workspace-limit", workspace_mib,
-                    "largest workspace a candidate may use, MiB")
+                    "largest workspace a candidate may use, MiB (default: no limit)")
         ->check(CLI::Range(0.0, 1e12) & finite());
     app->add_option("--shard", shard,
                     "tune only shard I of N of the distinct problems (\"I/N\", 0 <= I < N), or "
                     "\"auto\": from a Slurm job array (SLURM_ARRAY_TASK_ID, "
                     "SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN) or a Kubernetes Indexed Job "
                     "(JOB_COMPLETION_INDEX, "
-                    "CONVTUNE_SHARD_COUNT)")
+                    "CONVTUNE_SHARD_COUNT); default: every problem")
         ->check([](const std::string& v) {
           return v.empty() ? "expected I/N with 0 <= I < N, or auto, got \"\"" : "";
         });

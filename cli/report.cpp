@@ -1,5 +1,6 @@
 #include "report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
@@ -59,6 +60,52 @@ nlohmann::json winner_json(const PerfWinner& w, const ConvProblem& p) {
 }
 
 }  // namespace
+
+std::string why_no_winner(const TuneResult& r) {
+  if (r.candidates.empty())
+    return "no candidate: every algorithm for the device was excluded (CONVTUNE_DISABLE, --algo) "
+           "or is not applicable; `autotune explain` says which";
+  // The skip reasons the tuner gives (conv::tune: why_skipped, the time budget), each with its
+  // count and the first message as an example, in the order first met.
+  struct Reason {
+    std::string what, example;
+    size_t count = 0;
+  };
+  std::vector<Reason> reasons;
+  size_t skipped = 0, rejected = 0, failed = 0;
+  for (const CandidateResult& c : r.candidates) {
+    if (c.status == CandidateStatus::rejected) ++rejected;
+    if (c.status == CandidateStatus::failed) ++failed;
+    if (c.status != CandidateStatus::skipped) continue;
+    ++skipped;
+    std::string what = c.message;
+    if (c.message.rfind("time budget", 0) == 0)
+      what = "out of --budget";
+    else if (c.message.find("exceeds the limit") != std::string::npos)
+      what = "over --workspace-limit";
+    else if (c.message.find("of this machine's") != std::string::npos)
+      what = "with a workspace over 3/4 of this machine's memory";
+    auto it = std::find_if(reasons.begin(), reasons.end(),
+                           [&](const Reason& x) { return x.what == what; });
+    if (it == reasons.end()) it = reasons.insert(reasons.end(), Reason{what, c.message});
+    ++it->count;
+  }
+  const bool none_ran = skipped == r.candidates.size();
+  std::vector<std::string> parts;
+  if (rejected) parts.push_back(std::to_string(rejected) + " rejected (over their error bound)");
+  if (failed) parts.push_back(std::to_string(failed) + " failed");
+  if (skipped) parts.push_back(std::to_string(skipped) + " skipped");
+  for (const Reason& x : reasons)
+    parts.push_back(std::to_string(x.count) + " " + x.what +
+                    (x.what == x.example
+                         ? std::string()
+                         : " (" + std::string(x.count > 1 ? "e.g. " : "") + x.example + ")"));
+  std::string s = none_ran ? "no candidate ran: " : "no candidate was correct: ";
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];
+  s += none_ran ? "; `autotune explain` says which" : "; `autotune explain` shows the errors";
+  // A stored message may come from another machine's perf database: no terminal escapes.
+  return conv::escaped(s);
+}
 
 std::string quality_text(const MeasureQuality& q, bool winner) {
   if (q.rounds <= 0) return "-";

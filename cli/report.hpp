@@ -48,6 +48,13 @@ void print_tune_table(std::ostream& out, const std::vector<LayerOutcome>& layers
 /// bound, status; the winner marked with '*'.
 void print_explain(std::ostream& out, const TuneResult& r, double peak_gflops);
 
+/// Why a tune result has no winner (r.winner < 0), for `autotune tune`'s progress line: no
+/// candidate at all; every candidate skipped, with each reason and its count (out of the time
+/// budget, over --workspace-limit, a workspace over the machine's memory); or how many were
+/// rejected, failed and skipped. E.g. "no candidate ran: 14 skipped, 14 out of the time budget
+/// (--budget: time budget of 1 ms for this problem used up); `autotune explain` says which".
+std::string why_no_winner(const TuneResult& r);
+
 nlohmann::json to_json(const LayerOutcome& o);
 nlohmann::json to_json(const TuneResult& r, double peak_gflops);
 nlohmann::json to_json(const PerfDb::Entry& e);

@@ -210,18 +210,7 @@ int run_tune(const Common& c, const TuneArgs& t, const MiopenArgs& miopen) {
     layers.push_back(outcome_from_tune(r));
     if (r.winner < 0) {
       ++no_winner;
-      const bool none_ran =
-          std::all_of(r.candidates.begin(), r.candidates.end(),
-                      [](const auto& x) { return x.status == CandidateStatus::skipped; });
-      if (r.candidates.empty())
-        std::cerr << " (no candidate: every algorithm for the device was excluded "
-                     "(CONVTUNE_DISABLE, --algo) or is not applicable; `autotune explain` says "
-                     "which)";
-      else if (none_ran)
-        std::cerr << " (no candidate ran: each was skipped, e.g. over --workspace-limit; "
-                     "`autotune explain` says why)";
-      else
-        std::cerr << " (no candidate was correct: `autotune explain` shows the errors)";
+      std::cerr << " (" << why_no_winner(r) << ")";
     } else if (r.complete && !db.read_only()) {
       // The winners as stored, with the date the database gave them.
       layers.back().winner = db.lookup(fingerprint, p.key(), conv::ExecPath::oneshot);

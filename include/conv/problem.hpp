@@ -102,19 +102,30 @@ std::string to_descriptor(const ConvProblem& p);
 /// to the end of the line; blank lines are skipped; a word ending in `\` continues with the next
 /// word (benchdnn). Options: `--mb=N` sets the batch of the following descriptors (N = 0: as
 /// written; this and nested files), `--reset` clears it, `--batch=FILE` reads FILE (relative to
-/// this file's folder) in place; `--dir=` other than FWD_B, FWD_D or FWD_I and `--cfg=`/`--dt=`
-/// other than f32 are refused (they ask for another computation); every other word starting with
-/// `-` (--conv, --alg, --attr-..., --stag, -v...) is ignored since it does not change the
-/// forward convolution. Returns the problems in file order. Throws conv::Error
+/// this file's folder) in place; `--match=REGEX` keeps only the following descriptors (this and
+/// nested files) in which the POSIX basic regular expression REGEX matches somewhere (as benchdnn:
+/// regcomp with no flags, regexec), matched against the descriptor as to_descriptor() prints it
+/// (`--mb` applied, name included: `mb1ic3ih227oc96kh11sh4n"alexnet:conv1"`); `--match=` (empty)
+/// and `--reset` keep all again. `--dir=` other than FWD_B, FWD_D or FWD_I and
+/// `--cfg=`/`--dt=` other than f32 are refused (they ask for another computation); every other
+/// word starting with `-` (--conv, --mode=P, --alg, --attr-..., --stag, -v...) is ignored since
+/// it does not change the forward convolution. Returns the problems in file order. Throws
+/// conv::Error
 /// `<path>:<line>: <descriptor error>` for a bad descriptor or option, and
 /// `batch file "<path>": cannot open for reading` when the file cannot be read.
 std::vector<ConvProblem> read_batch_file(const std::string& path);
+/// As read_batch_file(path); `*unmatched` (when not null) is set to the number of descriptors
+/// that `--match` left out.
+std::vector<ConvProblem> read_batch_file(const std::string& path, size_t* unmatched);
 
 /// Builds a problem from a MIOpenDriver conv command line given as argv-like tokens, e.g.
 /// {"conv","-n","1","-c","3","-H","227","-W","227","-k","96","-y","11","-x","11","-u","4",
-/// "-v","4","-F","1","-t","1"} (the leading sub-command is optional). Every flag of
-/// MIOpenDriver's conv driver is accepted, short or long (`--batchsize 8`, `--batchsize=8`), a
-/// later one overriding an earlier one, with MIOpenDriver's defaults for unset ones:
+/// "-v","4","-F","1","-t","1"} (the leading sub-command is optional; the driver's program name,
+/// a token whose last path component is `MIOpenDriver`, may precede it, as in a line pasted
+/// from a log: {"./bin/MIOpenDriver","conv",...}, and then the sub-command must follow it).
+/// Every flag of MIOpenDriver's conv driver is accepted, short or long (`--batchsize 8`,
+/// `--batchsize=8`), a later one overriding an earlier one, with MIOpenDriver's defaults for
+/// unset ones:
 /// -n/--batchsize 100, -c/--in_channels 3, -H/--in_h 32, -W/--in_w 32, -k/--out_channels 32,
 /// -y/--fil_h 3, -x/--fil_w 3, -p/--pad_h 0, -q/--pad_w 0 (symmetric padding),
 /// -u/--conv_stride_h 1, -v/--conv_stride_w 1, -l/--dilation_h 1, -j/--dilation_w 1 (1 = dense),
@@ -126,11 +137,14 @@ std::vector<ConvProblem> read_batch_file(const std::string& path);
 /// validate() error of the field the flag sets, and for what would change the fp32 NCHW forward
 /// convolution: -F other than 1 ("forward only"), -m trans, -_ 3 (3-D), layouts other than
 /// NCHW, -r (pad value) other than 0, -Z/-L vectorised tensors, -U/-T/-R casts; and
-/// `MIOpenDriver sub-command "<s>": ...` for convfp16 and the other non-fp32 sub-commands.
+/// `MIOpenDriver sub-command "<s>": its data type is <type>, ...` for convfp16, convbfp16,
+/// convint8, convfp8, convbfp8 and convfp64 (convtune computes fp32 only), and
+/// `MIOpenDriver program name "<p>": ...` when no sub-command follows the program name.
 ConvProblem parse_miopen_flags(const std::vector<std::string>& args);
 
-/// Whether `token` is a MIOpenDriver conv flag (`-n`, `--batchsize`, `--batchsize=8`) or
-/// sub-command (`conv`, `convfp16`, ...); `value_follows` (optional) is set when the flag's
+/// Whether `token` is a MIOpenDriver conv flag (`-n`, `--batchsize`, `--batchsize=8`),
+/// sub-command (`conv`, `convfp16`, ...) or program name (`MIOpenDriver`, any path before it:
+/// `./bin/MIOpenDriver`); `value_follows` (optional) is set when the flag's
 /// value is the next token. Lets a command line pick MIOpenDriver arguments out of its own.
 bool is_miopen_arg(std::string_view token, bool* value_follows = nullptr);
 

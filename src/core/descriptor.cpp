@@ -3,6 +3,8 @@
 // tests/benchdnn/conv/conv_aux.cpp, tests/benchdnn/common.cpp), batch files follow benchdnn's
 // batch(). MIOpenDriver command lines are miopen_flags.cpp.
 // Everything here is linear in the length of the text.
+#include <regex.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -359,8 +361,36 @@ std::string to_descriptor(const ConvProblem& p) {
 
 namespace {
 
+// A compiled POSIX basic regular expression, as benchdnn's --match compiles it (regcomp with
+// no flags; REG_NOSUB as only whether it matches is asked).
+class Regex {
+ public:
+  // Throws conv::Error with regerror()'s message when `pattern` is not a valid expression.
+  explicit Regex(const std::string& pattern) {
+    if (const int rc = ::regcomp(&re_, pattern.c_str(), REG_NOSUB); rc != 0) {
+      char what[256];
+      ::regerror(rc, &re_, what, sizeof what);
+      throw Error(std::string("not a valid regular expression (POSIX basic, as benchdnn): ") +
+                  what);
+    }
+  }
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+  ~Regex() { ::regfree(&re_); }
+  // Whether the expression matches somewhere in `text` (benchdnn: regexec, not anchored).
+  bool search(const std::string& text) const {
+    return ::regexec(&re_, text.c_str(), 0, nullptr, 0) == 0;
+  }
+
+ private:
+  regex_t re_;
+};
+
 struct BatchState {
-  int64_t mb = 0;                 // benchdnn --mb: 0 = as in the descriptor
+  int64_t mb = 0;  // benchdnn --mb: 0 = as in the descriptor
+  // benchdnn --match: only problems whose descriptor matches are read (null: all).
+  std::shared_ptr<const Regex> match;
+  size_t unmatched = 0;           // descriptors --match left out
   std::vector<std::string> open;  // the files being read, outermost first, as canonical paths
 };
 
@@ -439,8 +469,16 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
       const std::optional<int64_t> mb = parse_size(word.substr(5));
       if (!mb) fail(at, quoted_head(word) + ": expected --mb=N with 0 <= N <= 2^31");
       st.mb = *mb;
+    } else if (word.rfind("--match=", 0) == 0) {
+      // benchdnn: an empty pattern matches everything.
+      try {
+        st.match = word.size() == 8 ? nullptr : std::make_shared<const Regex>(word.substr(8));
+      } catch (const Error& e) {
+        fail(at, quoted_head(word) + ": " + e.what());
+      }
     } else if (word == "--reset") {
       st.mb = 0;
+      st.match = nullptr;
     } else if (word.rfind("--batch=", 0) == 0) {
       std::string file = word.substr(8);
       const size_t slash = path.rfind('/');
@@ -471,6 +509,11 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
         if (st.mb != 0) {
           p.N = st.mb;
           p.validate();
+        }
+        // Matched as `autotune layers` prints the problem: its descriptor, name included.
+        if (st.match && !st.match->search(to_descriptor(p))) {
+          ++st.unmatched;
+          return;
         }
         out.push_back(std::move(p));
       } catch (const Error& e) {
@@ -507,9 +550,14 @@ void read_batch(const std::string& path, BatchState& st, std::vector<ConvProblem
 }  // namespace
 
 std::vector<ConvProblem> read_batch_file(const std::string& path) {
+  return read_batch_file(path, nullptr);
+}
+
+std::vector<ConvProblem> read_batch_file(const std::string& path, size_t* unmatched) {
   BatchState st;
   std::vector<ConvProblem> out;
   read_batch(path, st, out);
+  if (unmatched) *unmatched = st.unmatched;
   return out;
 }
 

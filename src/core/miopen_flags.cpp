@@ -91,9 +91,22 @@ constexpr Flag kFlags[] = {
     {'R', "wei_cast_type", Kind::cast, nullptr, 0},
 };
 
-// MIOpenDriver's conv sub-commands; only the fp32 one matches our problems.
-constexpr const char* kOtherSubcommands[] = {"convfp16", "convbfp16", "convint8",
-                                             "convfp8",  "convbfp8",  "convfp64"};
+// MIOpenDriver's conv sub-commands other than "conv" (fp32), with their data types: convtune
+// computes in fp32 only, so tuning them as fp32 would answer another question.
+struct OtherSubcommand {
+  const char* name;
+  const char* data_type;
+};
+constexpr OtherSubcommand kOtherSubcommands[] = {
+    {"convfp16", "fp16 (half)"}, {"convbfp16", "bf16 (bfloat16)"},
+    {"convint8", "int8"},        {"convfp8", "fp8"},
+    {"convbfp8", "bf8"},         {"convfp64", "fp64 (double)"}};
+
+// The driver's program name as a log shows it: MIOpenDriver, with any path before it.
+bool is_program_name(std::string_view token) {
+  const size_t slash = token.rfind('/');
+  return token.substr(slash == std::string_view::npos ? 0 : slash + 1) == "MIOpenDriver";
+}
 
 std::string name_of(const Flag& f) {
   return std::string("-") + f.short_name + "/--" + f.long_name;
@@ -160,23 +173,34 @@ bool is_miopen_arg(std::string_view token, bool* value_follows) {
   const Flag* f = find_flag(token, &inline_value);
   if (value_follows) *value_follows = f && !inline_value;
   if (f) return true;
-  if (token == "conv") return true;
-  for (const char* s : kOtherSubcommands)
-    if (token == s) return true;
+  if (token == "conv" || is_program_name(token)) return true;
+  for (const OtherSubcommand& s : kOtherSubcommands)
+    if (token == s.name) return true;
   return false;
 }
 
 ConvProblem parse_miopen_flags(const std::vector<std::string>& args) {
   std::optional<std::string> values[std::size(kFlags)];
   size_t i = 0;
-  if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
-    for (const char* s : kOtherSubcommands)
-      if (args[0] == s)
-        throw Error("MIOpenDriver sub-command " + quoted(args[0]) +
-                    ": only fp32 convolutions (\"conv\") are supported");
-    if (args[0] != "conv")
-      throw Error("MIOpenDriver sub-command " + quoted(args[0]) + ": expected \"conv\"");
+  // A line pasted whole starts with the program name (./bin/MIOpenDriver conv -n 1 ...), which
+  // the driver's sub-command must follow.
+  if (!args.empty() && is_program_name(args[0])) {
+    if (args.size() < 2 || args[1].empty() || args[1][0] == '-')
+      throw Error("MIOpenDriver program name " + quoted(args[0]) +
+                  ": its sub-command (\"conv\") must follow it");
     i = 1;
+  }
+  if (i < args.size() && !args[i].empty() && args[i][0] != '-') {
+    const std::string& sub = args[i];
+    for (const OtherSubcommand& s : kOtherSubcommands)
+      if (sub == s.name)
+        throw Error("MIOpenDriver sub-command " + quoted(sub) + ": its data type is " +
+                    s.data_type +
+                    ", but convtune computes fp32 convolutions only (the \"conv\" sub-command)");
+    if (sub != "conv")
+      throw Error("MIOpenDriver sub-command " + quoted(sub) +
+                  ": expected \"conv\" (fp32 convolution)");
+    ++i;
   }
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];

@@ -157,6 +157,76 @@ TEST_CASE(
   CHECK(on_show.code == 2);
 }
 
+TEST_CASE("autotune takes benchdnn's --conv and --mode=P with a note, MIOpen's --mode stays") {
+  // Issue 64: `--conv --mode=P` had been refused (--mode taken for MIOpenDriver's).
+  for (const char* line : {"--conv --mode=P mb1ic3ih8oc1kh3", "mb1ic3ih8oc1kh3 --mode=cp --conv",
+                           "./benchdnn --conv --mode=P mb1ic3ih8oc1kh3"}) {
+    auto r = autotune(std::string("layers ") + line);
+    INFO(line << ": " << r.out);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("\nmb1ic3ih8oc1kh3\n"));
+    CHECK_THAT(r.out, Catch::Contains("autotune: note: benchdnn's ") &&
+                          Catch::Contains(" ignored: autotune checks every candidate"));
+  }
+  // MIOpenDriver's own --mode is still its own.
+  auto trans = autotune("layers conv --mode=trans");
+  CHECK(trans.code == 2);
+  CHECK_THAT(trans.out, Catch::Contains("-m/--mode") && Catch::Contains("transposed"));
+  auto bad = autotune("layers conv --mode=X");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("-m/--mode: expected \"conv\", got \"X\""));
+}
+
+TEST_CASE("autotune honours --match in a batch file and says how many it left out") {
+  TempDir tmp;
+  const std::string batch = (tmp.dir / "resnet.txt").string();
+  write_file(batch,
+             "--conv --mode=P --match=res4\n"
+             "mb1ic64ih56oc64kh3ph1n\"res2_3x3\"\n"
+             "mb1ic256ih14oc256kh3ph1n\"res4_3x3\"\n"
+             "mb1ic512ih14oc512kh3sh2ph1n\"res5_3x3_s2\"\n");
+  auto l = autotune("layers --batch '" + batch + "'");
+  INFO(l.out);
+  CHECK(l.code == 0);
+  CHECK_THAT(l.out, Catch::Contains("\nmb1ic256ih14oc256kh3ph1n\"res4_3x3\"\n"));
+  CHECK_THAT(l.out, !Catch::Contains("res2_3x3") && !Catch::Contains("res5_3x3_s2"));
+  CHECK_THAT(l.out, Catch::Contains("resnet.txt: --match left out 2 of 3 problem(s)"));
+  // Nothing left: the usual error, after the note that says why.
+  write_file(batch, "--match=nothing mb1ic3ih8oc1kh3\n");
+  auto none = autotune("layers --batch '" + batch + "'");
+  CHECK(none.code == 2);
+  CHECK_THAT(none.out,
+             Catch::Contains("--match left out 1 of 1") && Catch::Contains("no problem given"));
+}
+
+TEST_CASE("autotune takes a MIOpenDriver line pasted with its program name") {
+  // Issue 64: the program name had been read as a descriptor ("descriptor ... unknown token").
+  for (const char* program : {"./bin/MIOpenDriver", "/opt/rocm/bin/MIOpenDriver", "MIOpenDriver"}) {
+    auto l = autotune(std::string("layers ") + program +
+                      " conv -n 1 -c 3 -H 227 -W 227 -k 96 -y 11 -x 11 -u 4 -v 4 -F 1 -t 1");
+    INFO(program << ": " << l.out);
+    CHECK(l.code == 0);
+    CHECK_THAT(l.out, Catch::Contains("\nmb1ic3ih227oc96kh11sh4\n"));
+  }
+  // Among autotune's own options, after other problems.
+  auto mixed = autotune("layers mb1ic3ih8oc1kh3 ./bin/MIOpenDriver conv -c 4 -H 9 -W 9 -n 2");
+  INFO(mixed.out);
+  CHECK(mixed.code == 0);
+  CHECK_THAT(mixed.out, Catch::Contains("mb1ic3ih8oc1kh3\nmb2ic4ih9oc32kh3\n"));
+  // Other data types are refused, naming the type.
+  auto bf16 = autotune("tune ./bin/MIOpenDriver convbfp16 -n 1 --db /tmp/convtune-unused.sqlite");
+  CHECK(bf16.code == 2);
+  CHECK_THAT(bf16.out, Catch::Contains("\"convbfp16\": its data type is bf16") &&
+                           Catch::Contains("fp32 convolutions only"));
+  // Whatever follows the program name is its sub-command, not a descriptor.
+  auto pool = autotune("layers ./bin/MIOpenDriver pool -n 1");
+  CHECK(pool.code == 2);
+  CHECK_THAT(pool.out, Catch::Contains("sub-command \"pool\": expected \"conv\""));
+  auto bare = autotune("layers ./bin/MIOpenDriver");
+  CHECK(bare.code == 2);
+  CHECK_THAT(bare.out, Catch::Contains("its sub-command (\"conv\") must follow it"));
+}
+
 TEST_CASE("autotune layers and tune --model: every convolution of a network, duplicates once") {
   const std::string models = CONVTUNE_MODELS_DIR;
   auto alex = autotune("layers --model '" + models + "/alexnet.prototxt'");
@@ -285,6 +355,42 @@ TEST_CASE("autotune rejects bad arguments with exit code 2 and names them") {
   CHECK_THAT(help.out, Catch::Contains("--batch"));
 }
 
+TEST_CASE("autotune --version prints the project version, the CPU ISA and oneDNN's version") {
+  auto v = autotune("--version");
+  INFO(v.out);
+  CHECK(v.code == 0);
+  CHECK_THAT(v.out,
+             Catch::StartsWith(std::string("autotune (convtune) ") + conv::version() + "\n"));
+  // (Under the avx2 cap of the test's second run, " (capped by ...)" follows.)
+  CHECK_THAT(v.out,
+             Catch::Contains("\ncpu kernels: " + std::string(conv::to_string(conv::cpu_isa()))));
+  CHECK_THAT(v.out, Catch::Contains("\noneDNN: "));
+  auto capped = convtest::run_command("CONVTUNE_MAX_ISA=scalar '" +
+                                      std::string(CONVTUNE_AUTOTUNE_EXE) + "' --version");
+  CHECK(capped.code == 0);
+  CHECK_THAT(capped.out,
+             Catch::Contains("cpu kernels: scalar (capped by CONVTUNE_MAX_ISA=scalar)"));
+  auto top = autotune("--help");
+  CHECK_THAT(top.out, Catch::Contains("--version"));
+}
+
+TEST_CASE("autotune --help shows every option's default") {
+  // Every option with a default shows it (CLI11 writes it after the type, "=3").
+  for (const char* sub : {"tune", "explain"}) {
+    auto help = autotune(std::string(sub) + " --help");
+    INFO(help.out);
+    CHECK(help.code == 0);
+    for (const char* shown :
+         {"--threads INT:INT:INT in [0 - 1024]=0\n", "--device TEXT=cpu ", "{cold,hot}=cold\n",
+          "--budget FLOAT:(FLOAT in [0.001 - 1e+06]) AND (FINITE)=120\n",
+          "--rounds INT:INT:INT in [1 - 100000]=3\n",
+          "--max-rounds INT:INT:INT in [1 - 100000]=20\n",
+          "--batch-ms FLOAT:(FLOAT in [0 - 1e+06]) AND (FINITE)=1\n", "(default: no limit)",
+          "(default: every algorithm)", "default: every problem", "(default: $CONVTUNE_PERFDB"})
+      CHECK_THAT(help.out, Catch::Contains(shown));
+  }
+}
+
 TEST_CASE("autotune reports a file that is not a perf database as an error (exit 1)") {
   TempDir tmp;
   {
@@ -355,15 +461,41 @@ TEST_CASE("autotune tune exits 1 when a layer ends with no correct candidate") {
   INFO(r.out);
   CHECK(r.code == 1);
   CHECK_THAT(r.out, Catch::Contains("no correct candidate"));
-  // Why: nothing ran, rather than nothing was correct.
-  CHECK_THAT(r.out, Catch::Contains("no candidate ran: each was skipped"));
+  // Why: nothing ran, rather than nothing was correct, and the reason by name.
+  CHECK_THAT(r.out, Catch::Contains("no candidate ran: ") &&
+                        Catch::Contains(" over --workspace-limit (") &&
+                        Catch::Contains("exceeds the limit 0"));
+  CHECK_THAT(r.out, !Catch::Contains("--budget"));
   // Likewise where an unrestricted tune stored a winner: the limit is not answered from it.
   auto full = autotune("tune 'mb1ic8ih8oc8kh3' --db '" + tmp.db() + "'" + quick);
   CHECK(full.code == 0);
   r = autotune("tune 'mb1ic8ih8oc8kh3' --workspace-limit 0 --db '" + tmp.db() + "'" + quick);
   INFO(r.out);
   CHECK(r.code == 1);
-  CHECK_THAT(r.out, Catch::Contains("no candidate ran: each was skipped"));
+  CHECK_THAT(r.out,
+             Catch::Contains("no candidate ran: ") && Catch::Contains(" over --workspace-limit ("));
+}
+
+TEST_CASE("autotune tune names the time budget when every candidate ran out of it") {
+  // Issue 64: `--budget 0.001` had said "each was skipped, e.g. over --workspace-limit". The
+  // float64 reference of this problem alone takes longer than 1 ms.
+  TempDir tmp;
+  const std::string p = " 'mb1ic64ih28oc64kh3ph1' --budget 0.001 --db '" + tmp.db() + "'" + quick;
+  auto r = autotune("tune" + p);
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("no candidate ran: ") &&
+                        Catch::Contains(" out of --budget (e.g. time budget of 1 ms for this "
+                                        "problem used up)"));
+  CHECK_THAT(r.out, !Catch::Contains("workspace-limit"));
+  // Both reasons, each named: the workspace limit is checked first (cpu.direct's workspace, a
+  // padded copy of the input, is 0.2 MiB here, Winograd's and FFT's over 1 MiB).
+  r = autotune("tune" + p + " --workspace-limit 1");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("no candidate ran: ") &&
+                        Catch::Contains(" over --workspace-limit (") &&
+                        Catch::Contains(" out of --budget ("));
 }
 
 TEST_CASE("autotune tune goes on past a layer too big for memory and exits 1") {

@@ -575,6 +575,44 @@ TEST_CASE("read_batch_file: benchdnn options") {
   CHECK(ps[4].N == 4);
 }
 
+TEST_CASE("read_batch_file: --match keeps the problems whose descriptor matches, as benchdnn") {
+  // Issue 64: --match had been ignored, so every problem of the file was tuned.
+  TempFile inner("ic1ih5oc1kh3n\"res4_inner\"\nic1ih5oc1kh3n\"res5_inner\"\n", "inner");
+  TempFile f(
+      "--conv --mode=P\n"
+      "ic1ih5oc1kh3n\"res3_a\"\n"
+      "--match=res4\n"
+      "ic1ih5oc1kh3n\"res4_a\" ic1ih6oc1kh3n\"res5_a\" ic1ih7oc1kh3n\"res4_b\"\n"
+      "--batch=" +
+      inner.filename() +
+      "\n"
+      // The whole descriptor is matched, shapes too, with --mb applied.
+      "--mb=3 --match=mb3ic1ih7\n"
+      "ic1ih7oc1kh3n\"x\" ic1ih8oc1kh3n\"y\"\n"
+      "--match=\n"  // empty: everything again
+      "ic1ih9oc1kh3n\"all_again\"\n"
+      // POSIX basic syntax, searched anywhere: ^ anchors at the descriptor's start, + is a
+      // literal character.
+      "--match=^mb[0-9]*ic1ih1[0-9]\n"
+      "ic1ih10oc1kh3n\"ten\" ic1ih9oc1kh3n\"nine\"\n"
+      "--match=res+4 ic1ih5oc1kh3n\"res4\" ic1ih5oc1kh3n\"res+4\"\n"
+      "--reset ic1ih5oc1kh3n\"reset\"\n");
+  size_t unmatched = 0;
+  const auto ps = conv::read_batch_file(f.path(), &unmatched);
+  std::vector<std::string> names;
+  for (const auto& p : ps) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"res3_a", "res4_a", "res4_b", "res4_inner", "x",
+                                          "all_again", "ten", "res+4", "reset"});
+  CHECK(unmatched == 5);  // res5_a, res5_inner, y, nine, and res4 (res+4 matches only "res+4")
+  CHECK(ps[4].N == 3);
+  // Without the count, the same problems.
+  CHECK(conv::read_batch_file(f.path()).size() == ps.size());
+  // A bad expression names the file, line and option.
+  TempFile bad("ic1ih5oc1kh3\n--match=res[4\n");
+  CHECK_THROWS_WITH(conv::read_batch_file(bad.path()),
+                    Contains(bad.path() + ":2: \"--match=res[4\": not a valid regular expression"));
+}
+
 TEST_CASE("read_batch_file errors name the file and the line") {
   SECTION("bad descriptor") {
     TempFile f("# header\nic1ih5oc1kh3\n\nic1ih5oc1kh3 ic1ih5xx1\n");
@@ -760,6 +798,36 @@ TEST_CASE("parse_miopen_flags: whole MIOpenDriver conv command lines as pasted f
   CHECK(c == b);
 }
 
+TEST_CASE("parse_miopen_flags: a line pasted with the driver's program name") {
+  // Issue 64: `./bin/MIOpenDriver conv -n 1 ...` had failed as a descriptor.
+  const ConvProblem expected = parse_descriptor("mb1ic3ih227oc96kh11sh4");
+  for (const char* program : {"./bin/MIOpenDriver", "/opt/rocm/bin/MIOpenDriver", "MIOpenDriver"})
+    CHECK(conv::parse_miopen_flags(split(
+              std::string(program) +
+              " conv -n 1 -c 3 -H 227 -W 227 -k 96 -y 11 -x 11 -u 4 -v 4 -F 1 -t 1")) == expected);
+  // The other sub-commands name their data type: convtune computes fp32 only.
+  const std::pair<const char*, const char*> typed[] = {{"convfp16", "fp16"}, {"convbfp16", "bf16"},
+                                                       {"convint8", "int8"}, {"convfp8", "fp8"},
+                                                       {"convbfp8", "bf8"},  {"convfp64", "fp64"}};
+  for (const auto& [sub, type] : typed) {
+    INFO(sub);
+    CHECK_THROWS_WITH(
+        conv::parse_miopen_flags(split(std::string("./bin/MIOpenDriver ") + sub + " -n 1")),
+        Contains(std::string("sub-command \"") + sub + "\": its data type is " + type) &&
+            Contains("fp32"));
+  }
+  // The driver needs its sub-command after the program name.
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("./bin/MIOpenDriver")),
+                    Contains("program name \"./bin/MIOpenDriver\"") && Contains("sub-command"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("MIOpenDriver -n 1")),
+                    Contains("program name") && Contains("sub-command"));
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("MIOpenDriver pool -n 1")),
+                    Contains("sub-command \"pool\": expected \"conv\""));
+  // The name is not a flag once the sub-command has begun the line.
+  CHECK_THROWS_WITH(conv::parse_miopen_flags(split("conv MIOpenDriver -n 1")),
+                    Contains("\"MIOpenDriver\""));
+}
+
 TEST_CASE("parse_miopen_flags: padding modes as MIOpenDriver computes them") {
   // same: floor((k - s) / 2) when s divides the input, else floor((k - in % s) / 2).
   const ConvProblem s1 =
@@ -809,6 +877,12 @@ TEST_CASE("is_miopen_arg tells MIOpenDriver tokens from others") {
   CHECK_FALSE(follows);
   CHECK(conv::is_miopen_arg("conv"));
   CHECK(conv::is_miopen_arg("convfp16"));
+  CHECK(conv::is_miopen_arg("MIOpenDriver", &follows));
+  CHECK_FALSE(follows);
+  CHECK(conv::is_miopen_arg("./bin/MIOpenDriver"));
+  CHECK(conv::is_miopen_arg("/opt/rocm/bin/MIOpenDriver"));
+  CHECK_FALSE(conv::is_miopen_arg("MIOpenDriver2"));
+  CHECK_FALSE(conv::is_miopen_arg("bin/MIOpenDriver/x"));
   CHECK_FALSE(conv::is_miopen_arg("--batch"));
   CHECK_FALSE(conv::is_miopen_arg("--json"));
   CHECK_FALSE(conv::is_miopen_arg("-h"));
