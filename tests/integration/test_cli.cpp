@@ -381,7 +381,7 @@ TEST_CASE("autotune --help shows every option's default") {
     INFO(help.out);
     CHECK(help.code == 0);
     for (const char* shown :
-         {"--threads INT:INT:INT in [0 - 1024]=0\n", "--device TEXT=cpu ", "{cold,hot}=cold\n",
+         {"--threads INT:INT:INT in [0 - 1024]=0\n", "--device TEXT=cpu ", "{cold,hot,warm}=cold\n",
           "--budget FLOAT:(FLOAT in [0.001 - 1e+06]) AND (FINITE)=120\n",
           "--rounds INT:INT:INT in [1 - 100000]=3\n",
           "--max-rounds INT:INT:INT in [1 - 100000]=20\n",
