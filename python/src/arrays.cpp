@@ -177,6 +177,28 @@ Tensor as_tensor(nb::handle v, const char* name, size_t ndim) {
   return t;
 }
 
+float* output_arg(nb::handle v, const std::vector<int64_t>& shape,
+                  const std::vector<const Tensor*>& inputs) {
+  const Tensor out = as_tensor(v, "out", shape.size());
+  check_shape(out, "out", shape, "(N, K, OH, OW)");
+  if (nb::hasattr(v, "flags")) {
+    const nb::object flags = v.attr("flags");
+    if (nb::hasattr(flags, "writeable") && !nb::cast<bool>(flags.attr("writeable")))
+      throw conv::Error("out: the array is read-only (flags.writeable is False)");
+  }
+  const auto* begin = reinterpret_cast<const char*>(out.data);
+  const char* end = begin + out.array.nbytes();
+  for (const Tensor* in : inputs) {
+    if (!in) continue;
+    const auto* b = reinterpret_cast<const char*>(in->data);
+    if (b < end && begin < b + in->array.nbytes())
+      throw conv::Error(
+          "out: shares memory with an input; the convolution reads its inputs while "
+          "it writes out, so pass a separate array");
+  }
+  return const_cast<float*>(out.data);
+}
+
 void check_shape(const Tensor& t, const char* name, const std::vector<int64_t>& want,
                  const char* what) {
   if (t.shape != want)

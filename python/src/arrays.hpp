@@ -31,6 +31,13 @@ Tensor as_tensor(nb::handle v, const char* name, size_t ndim);
 void check_shape(const Tensor& t, const char* name, const std::vector<int64_t>& want,
                  const char* what);
 
+/// The `out=` array: a caller's float32, C-contiguous CPU array of `shape` (N, K, OH, OW) that
+/// the result is written into, as `as_tensor` takes it. Throws conv::Error naming "out" as
+/// as_tensor does, for another shape, for a read-only array (flags.writeable False), and for
+/// memory shared with any of `inputs` (the convolution reads them while writing out).
+float* output_arg(nb::handle v, const std::vector<int64_t>& shape,
+                  const std::vector<const Tensor*>& inputs);
+
 /// "(1, 3, 224, 224)"
 std::string shape_text(const std::vector<int64_t>& shape);
 

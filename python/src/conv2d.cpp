@@ -18,7 +18,7 @@ const char* kConv2dDoc =
     R"(2-D convolution of NCHW float32 tensors with the fastest correct algorithm.
 
 conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, threads=0, perfdb=None,
-       find_mode=None, timing="cold") -> numpy.ndarray
+       find_mode=None, timing="cold", out=None) -> numpy.ndarray
 
 x: (N, C, H, W) input; w: (K, C/groups, R, S) weights (OIHW); bias: (K,) or None. Each a
 float32, C-contiguous CPU array: a NumPy array or any object with __dlpack__ (e.g. a CPU
@@ -41,7 +41,10 @@ waits in the last-level cache, as in a network that fits there) or "hot" (timed 
 a layer called in a tight loop); part of the fingerprint, so each has its own winners.
 
 Returns a new float32 NumPy array (N, K, OH, OW), OH = (H + top + bottom - ((R-1)*dil_h+1))
-// stride_h + 1, OW likewise. Runs conv::best_forward with the GIL released.
+// stride_h + 1, OW likewise; with out= (a writable float32 C-contiguous array of that shape
+that shares no memory with x, w or bias) the result is written there and out is returned: a
+loop over layers then allocates nothing and takes no page faults per call. Runs
+conv::best_forward with the GIL released.
 
 Raises convtune.Error (a ValueError) naming the argument: wrong dtype (float64 is refused, not
 converted: use x.astype(numpy.float32)), wrong number of dimensions, non-contiguous arrays,
@@ -67,10 +70,10 @@ conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride
   return p;
 }
 
-NumpyArray conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handle stride,
+nb::object conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handle stride,
                   nb::handle padding, nb::handle dilation, nb::handle groups,
                   nb::handle threads_obj, nb::handle perfdb_obj, nb::handle find_mode,
-                  nb::handle timing) {
+                  nb::handle timing, nb::handle out_obj) {
   const Tensor x = as_tensor(x_obj, "x", 4);
   const Tensor w = as_tensor(w_obj, "w", 4);
   const conv::ConvProblem p = problem_of(x, w, stride, padding, dilation, groups);
@@ -84,7 +87,13 @@ NumpyArray conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::h
       forward_options(threads, optional_path_arg(perfdb_obj, "perfdb"),
                       optional_str_arg(find_mode, "find_mode"), str_arg(timing, "timing"));
   float* y = nullptr;
-  NumpyArray out = new_array({p.N, p.K, p.OH(), p.OW()}, &y);
+  nb::object out;
+  if (out_obj.is_none()) {
+    out = nb::cast(new_array({p.N, p.K, p.OH(), p.OW()}, &y));
+  } else {
+    y = output_arg(out_obj, {p.N, p.K, p.OH(), p.OW()}, {&x, &w, bias ? &*bias : nullptr});
+    out = nb::borrow(out_obj);
+  }
   try {
     nb::gil_scoped_release unlocked;
     conv::best_forward(p, x.data, w.data, bias ? bias->data : nullptr, y, options);
@@ -105,7 +114,8 @@ void bind_conv2d(nb::module_& m) {
         nb::arg("bias").none() = nb::none(), nb::arg("stride").none() = 1,
         nb::arg("padding").none() = 0, nb::arg("dilation").none() = 1, nb::arg("groups").none() = 1,
         nb::kw_only(), nb::arg("threads").none() = 0, nb::arg("perfdb").none() = nb::none(),
-        nb::arg("find_mode").none() = nb::none(), nb::arg("timing").none() = "cold", kConv2dDoc);
+        nb::arg("find_mode").none() = nb::none(), nb::arg("timing").none() = "cold",
+        nb::arg("out").none() = nb::none(), kConv2dDoc);
 }
 
 }  // namespace convtune_py

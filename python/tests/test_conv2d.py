@@ -145,3 +145,43 @@ def test_read_only_input(rng):
     y = convtune.conv2d(x, wt, padding=1)
     ref, scale = conv2d_ref(x, wt, padding=1)
     assert_close(y, ref, scale)
+
+
+def test_out_is_written_in_place_and_checked(tmp_path):
+    import numpy as np
+    import pytest
+
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1, 1, (1, 4, 9, 9)).astype(np.float32)
+    w = rng.uniform(-1, 1, (6, 4, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, (6,)).astype(np.float32)
+    opts = dict(perfdb=str(tmp_path / "out.sqlite"), find_mode="heuristic")
+    ref = convtune.conv2d(x, w, b, padding=1, **opts)
+    out = np.full((1, 6, 9, 9), np.nan, np.float32)
+    got = convtune.conv2d(x, w, b, padding=1, out=out, **opts)
+    assert got is out and np.array_equal(out, ref)
+    plan = convtune.Plan(convtune.Problem(N=1, C=4, H=9, W=9, K=6, R=3, S=3, padding=1), **opts)
+    plan.pack_weights(w)
+    out[:] = np.nan
+    assert plan.execute(x, None, b, out=out) is out and np.array_equal(out, ref)
+    bad = [
+        (np.zeros((1, 6, 9, 8), np.float32), r"^out: expected shape \(N, K, OH, OW\)"),
+        (np.zeros((1, 6, 9, 9), np.float64), r"^out: expected dtype float32"),
+        (np.zeros((1, 6, 9, 18), np.float32)[..., ::2], r"^out: expected a C-contiguous array"),
+        (3, r"^out: "),
+    ]
+    frozen = np.zeros((1, 6, 9, 9), np.float32)
+    frozen.flags.writeable = False
+    bad.append((frozen, r"^out: the array is read-only"))
+    for o, msg in bad:
+        with pytest.raises(convtune.Error, match=msg):
+            convtune.conv2d(x, w, b, padding=1, out=o, **opts)
+        with pytest.raises(convtune.Error, match=msg):
+            plan.execute(x, None, b, out=o)
+    # In place over the input: the input is read while the output is written.
+    square = rng.uniform(-1, 1, (1, 6, 9, 9)).astype(np.float32)
+    w6 = rng.uniform(-1, 1, (6, 6, 3, 3)).astype(np.float32)
+    with pytest.raises(convtune.Error, match=r"^out: shares memory with an input"):
+        convtune.conv2d(square, w6, padding=1, out=square, **opts)
+    with pytest.raises(convtune.Error, match=r"^out: shares memory with an input"):
+        convtune.conv2d(square, w6, padding=1, out=square[:, :, :, :].reshape(1, 6, 9, 9), **opts)

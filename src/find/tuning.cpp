@@ -173,6 +173,7 @@ struct Timed {
   DeviceBuffer packed_weights;  // kept packed weights, or empty when packing into the scratch
   std::string failure;          // what it threw while being timed
   double check_ms = 0;          // how long its checked run took (0: not checked)
+  double evict_ms = -1;         // how long evicting its data takes (-1: not known yet)
 };
 
 // Throws conv::Error naming the first option out of its range (see tune()'s documentation).
@@ -442,10 +443,20 @@ struct Tuning {
                     std::chrono::duration<double, std::milli>(deadline - Clock::now()).count());
   }
 
-  // The timing phase as planned so far: min_rounds rounds of one batch (or one run) per item.
-  double planned_timing_ms() const {
+  // The timing phase as planned so far: min_rounds rounds of one batch (or one run) per item,
+  // with the untimed eviction before each run (timed once per item, here).
+  double planned_timing_ms() {
     double round = 0;
-    for (const Timed& t : timed) round += std::max(o.batch_ms, t.check_ms);
+    for (Timed& t : timed) {
+      const bool evicts = o.timing != Timing::hot && kind == Device::Kind::cpu;
+      if (evicts && t.evict_ms < 0) {
+        const auto start = Clock::now();
+        evict(t);
+        t.evict_ms = ms_since(start);
+      }
+      const double runs = t.check_ms > 0 ? std::max(1.0, std::floor(o.batch_ms / t.check_ms)) : 1;
+      round += std::max(o.batch_ms, t.check_ms) + runs * std::max(0.0, t.evict_ms);
+    }
     return o.min_rounds * round;
   }
 
