@@ -423,7 +423,8 @@ struct Tuning {
   }
 
   // Timing::cold: what one run reads and writes leaves every cache level first, as when the
-  // layers before it in a network have run (GPU: not yet, its runs stay hot).
+  // layers before it in a network have run; Timing::warm: only the cores' L1 and L2 are swept
+  // (GPU: neither yet, its runs stay hot).
   void evict(const Timed& t) const {
     if (sweep) return (*sweep)();
     const ForwardArgs a = args_for(t);
@@ -446,9 +447,9 @@ struct Tuning {
   // The timing phase as planned so far: min_rounds rounds of one batch (or one run) per item,
   // with the untimed eviction before each run (timed once per item, here).
   double planned_timing_ms() {
+    const bool evicts = o.timing != Timing::hot && kind == Device::Kind::cpu;
     double round = 0;
     for (Timed& t : timed) {
-      const bool evicts = o.timing != Timing::hot && kind == Device::Kind::cpu;
       if (evicts && t.evict_ms < 0) {
         const auto start = Clock::now();
         evict(t);
