@@ -189,6 +189,8 @@ def test_ctrl_c_abandons_a_tune_with_the_gil_released(tmp_path):
     import pytest
 
     db = tmp_path / "p.sqlite"
+    # Python's own handler, also when this runs as a background job (SIGINT ignored then).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     # Its first check alone takes about a second: the signal arrives while the GIL is released.
     timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
@@ -197,4 +199,5 @@ def test_ctrl_c_abandons_a_tune_with_the_gil_released(tmp_path):
             convtune.tune("mb8ic64ih56oc64kh3ph1", perfdb=str(db))
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert convtune.read_perfdb(str(db))["winners"] == []
