@@ -4,9 +4,11 @@ Tensors are float32, C-contiguous, NCHW: x (N, C, H, W), w (K, C/groups, R, S) (
 bias (K,), y (N, K, OH, OW). NumPy arrays and any object with ``__dlpack__`` (CPU PyTorch
 tensors) are read in place. Times are in milliseconds, sizes in bytes, speeds in GFLOP/s.
 
-- ``conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, threads=0,
-  perfdb=None, find_mode=None)``: runs ``conv::best_forward`` (the perf database's winner; tunes
-  on a miss) and returns a new NumPy array.
+- ``conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, pads=None,
+  threads=0, perfdb=None, find_mode=None, timing="cold", out=None)``: runs
+  ``conv::best_forward`` (the perf database's winner; tunes on a miss) and returns a new NumPy
+  array. ``padding`` as torch's: an int, (h, w), ``'same'`` (stride 1) or ``'valid'``;
+  ``pads=(top, left, bottom, right)`` (ONNX's order) for asymmetric padding.
 - ``Problem``: one convolution, from keywords or a oneDNN benchdnn descriptor string.
 - ``Plan``: choose once, pack the weights, ``execute`` many times.
 - ``tune``, ``explain``: measure every algorithm on a problem; plain dicts and lists back.

@@ -17,14 +17,17 @@ namespace {
 const char* kConv2dDoc =
     R"(2-D convolution of NCHW float32 tensors with the fastest correct algorithm.
 
-conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, threads=0, perfdb=None,
-       find_mode=None, timing="cold", out=None) -> numpy.ndarray
+conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, pads=None, threads=0,
+       perfdb=None, find_mode=None, timing="cold", out=None) -> numpy.ndarray
 
 x: (N, C, H, W) input; w: (K, C/groups, R, S) weights (OIHW); bias: (K,) or None. Each a
 float32, C-contiguous CPU array: a NumPy array or any object with __dlpack__ (e.g. a CPU
 torch.Tensor), read in place without copying.
-stride, dilation: int or (h, w); dilation 1 = dense. padding: int, (h, w), or
-(top, bottom, left, right) for asymmetric padding. groups: C and K must be divisible by it.
+stride, dilation: int or (h, w); dilation 1 = dense. padding: as torch.nn.functional.conv2d,
+an int (every side), (h, w), 'valid' (none) or 'same' (stride 1 only: OH = H and OW = W, a
+total of dilation * (kernel - 1) per axis, the odd one at the bottom / right as torch puts it).
+pads: (top, left, bottom, right), ONNX's order, for asymmetric padding (padding left at 0); a
+4-tuple padding= is refused, naming pads=. groups: C and K must be divisible by it.
 threads: CPU threads (0 = the OpenMP default: OMP_NUM_THREADS, else one per CPU the process may
 run on); part of the perf-database fingerprint. In a process forked after a call with more than
 one thread (multiprocessing's default "fork" start method), every call runs on one thread, and
@@ -40,7 +43,7 @@ first, as a layer among others in a network), "warm" (the cores' L1 and L2 swept
 waits in the last-level cache, as in a network that fits there) or "hot" (timed back to back, for
 a layer called in a tight loop); part of the fingerprint, so each has its own winners.
 
-Returns a new float32 NumPy array (N, K, OH, OW), OH = (H + top + bottom - ((R-1)*dil_h+1))
+Returns a new float32 NumPy array (N, K, OH, OW), OH = (H + top + bottom - ((R-1)*dilation_h+1))
 // stride_h + 1, OW likewise; with out= (a writable float32 C-contiguous array of that shape
 that shares no memory with x, w or bias) the result is written there and out is returned: a
 loop over layers then allocates nothing and takes no page faults per call. Runs
@@ -55,11 +58,12 @@ MemoryError "y: cannot allocate <bytes> bytes for the NxKxOHxOW output" when the
 not fit in memory.)";
 
 conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride,
-                             nb::handle padding, nb::handle dilation, nb::handle groups_obj) {
+                             nb::handle padding, nb::handle dilation, nb::handle groups_obj,
+                             nb::handle pads) {
   conv::ConvProblem p;
   p.N = x.shape[0], p.C = x.shape[1], p.H = x.shape[2], p.W = x.shape[3];
   p.K = w.shape[0], p.R = w.shape[2], p.S = w.shape[3];
-  set_geometry(p, stride, padding, dilation, groups_obj);
+  set_geometry(p, stride, padding, dilation, groups_obj, pads);
   const int64_t groups = p.groups;
   if (groups >= 1 && p.C % groups == 0 && w.shape[1] * groups != p.C)
     throw conv::Error(
@@ -71,12 +75,12 @@ conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride
 }
 
 nb::object conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handle stride,
-                  nb::handle padding, nb::handle dilation, nb::handle groups,
+                  nb::handle padding, nb::handle dilation, nb::handle groups, nb::handle pads,
                   nb::handle threads_obj, nb::handle perfdb_obj, nb::handle find_mode,
                   nb::handle timing, nb::handle out_obj) {
   const Tensor x = as_tensor(x_obj, "x", 4);
   const Tensor w = as_tensor(w_obj, "w", 4);
-  const conv::ConvProblem p = problem_of(x, w, stride, padding, dilation, groups);
+  const conv::ConvProblem p = problem_of(x, w, stride, padding, dilation, groups, pads);
   std::optional<Tensor> bias;
   if (!bias_obj.is_none()) {
     bias = as_tensor(bias_obj, "bias", 1);
@@ -113,9 +117,9 @@ void bind_conv2d(nb::module_& m) {
   m.def("conv2d", &conv2d, nb::arg("x").none(), nb::arg("w").none(),
         nb::arg("bias").none() = nb::none(), nb::arg("stride").none() = 1,
         nb::arg("padding").none() = 0, nb::arg("dilation").none() = 1, nb::arg("groups").none() = 1,
-        nb::kw_only(), nb::arg("threads").none() = 0, nb::arg("perfdb").none() = nb::none(),
-        nb::arg("find_mode").none() = nb::none(), nb::arg("timing").none() = "cold",
-        nb::arg("out").none() = nb::none(), kConv2dDoc);
+        nb::kw_only(), nb::arg("pads").none() = nb::none(), nb::arg("threads").none() = 0,
+        nb::arg("perfdb").none() = nb::none(), nb::arg("find_mode").none() = nb::none(),
+        nb::arg("timing").none() = "cold", nb::arg("out").none() = nb::none(), kConv2dDoc);
 }
 
 }  // namespace convtune_py

@@ -23,7 +23,7 @@ Plan(problem=None, *, algo=None, config="", threads=0, perfdb=None, find_mode=No
      **fields)
 
 problem: a convtune.Problem or a benchdnn descriptor string; or pass the Problem keyword fields
-(N=, C=, H=, W=, K=, R=, S=, stride=, padding=, dilation=, groups=, name=) instead. One of the
+(N=, C=, H=, W=, K=, R=, S=, stride=, padding=, dilation=, groups=, pads=, name=) instead. One of the
 two is required (convtune.Error naming "problem" otherwise).
 Without algo, the algorithm is chosen like conv2d does, but for the Plan path (its own winner
 in the perf database, timed with packed weights; may tune on a miss, with the GIL released).

@@ -58,7 +58,7 @@ def test_bias_shape():
 
 
 # numpy.array([1, 1]) has an __index__ that raises TypeError: a wrong type, not a range error.
-@pytest.mark.parametrize("bad", [(1, 2, 3), (1, 2, 3, 4, 5), "1", 1.5, (1, 2.0), np.array([1, 1])])
+@pytest.mark.parametrize("bad", [(1, 2, 3), (1, 2, 3, 4, 5), 1.5, (1, 2.0), np.array([1, 1])])
 def test_bad_padding(bad):
     x, w = arrays()
     with pytest.raises(convtune.Error, match=r"^padding: expected an int, a pair"):
@@ -68,7 +68,7 @@ def test_bad_padding(bad):
 def test_negative_padding_and_zero_stride():
     x, w = arrays()
     with pytest.raises(convtune.Error, match=r"pad_bottom"):
-        convtune.conv2d(x, w, padding=(0, -1, 0, 0))
+        convtune.conv2d(x, w, pads=(0, 0, -1, 0))
     with pytest.raises(convtune.Error, match=r"stride_w"):
         convtune.conv2d(x, w, stride=(1, 0))
     with pytest.raises(convtune.Error, match=r"^stride: expected an int or a pair"):
@@ -142,7 +142,7 @@ def test_none_arguments():
         convtune.conv2d(None, w)
     with pytest.raises(convtune.Error, match=r"^w: expected a float32 .* array, got None$"):
         convtune.conv2d(x, None)
-    with pytest.raises(convtune.Error, match=r"^padding: expected an int, a pair .* got NoneType"):
+    with pytest.raises(convtune.Error, match=r"^padding: expected an int, a pair .* got None$"):
         convtune.conv2d(x, w, padding=None)
     with pytest.raises(convtune.Error, match=r"^stride: expected an int or a pair"):
         convtune.conv2d(x, w, stride=None)
