@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -294,6 +295,58 @@ const char* set_geometry(conv::ConvProblem& p, nb::handle stride, nb::handle pad
   std::tie(p.dilation_h, p.dilation_w) = int_or_pair(dilation, "dilation");
   p.groups = int_arg(groups, "groups", kSizeRange);
   return set_padding(p, padding, pads);  // 'same' reads the stride, dilation and kernel
+}
+
+namespace {
+
+// The Python argument (and the part of it) that holds a ConvProblem field.
+std::string argument_of(const std::string& field, FieldNames names, const std::string& pad) {
+  static const std::pair<const char*, const char*> kTensorDims[] = {
+      {"N", "x: dimension 0 (N)"}, {"C", "x: dimension 1 (C)"}, {"H", "x: dimension 2 (H)"},
+      {"W", "x: dimension 3 (W)"}, {"K", "w: dimension 0 (K)"}, {"R", "w: dimension 2 (R)"},
+      {"S", "w: dimension 3 (S)"}};
+  if (names == FieldNames::kTensors)
+    for (const auto& [f, text] : kTensorDims)
+      if (field == f) return text;
+  // pads= is (top, left, bottom, right); padding= names the side.
+  static const char* const kSides[] = {"top", "left", "bottom", "right"};
+  for (int i = 0; i < 4; ++i)
+    if (field == std::string("pad_") + kSides[i])
+      return pad == "pads" ? "pads[" + std::to_string(i) + "] (" + kSides[i] + ")"
+                           : pad + " (" + kSides[i] + ")";
+  for (const char* pair : {"stride", "dilation"})
+    for (const char* axis : {"h", "w"})
+      if (field == std::string(pair) + "_" + axis) return std::string(pair) + " (" + axis + ")";
+  return field;  // N, ..., groups, name: the Problem keyword of that name
+}
+
+}  // namespace
+
+void validate_args(const conv::ConvProblem& p, FieldNames names, const char* pad_name) {
+  try {
+    p.validate();
+  } catch (const conv::Error& e) {
+    const std::string what = e.what(), prefix = "ConvProblem.";
+    const size_t colon = what.find(": ");
+    if (what.compare(0, prefix.size(), prefix) != 0 || colon == std::string::npos) throw;
+    const std::string field = what.substr(prefix.size(), colon - prefix.size());
+    throw conv::Error(argument_of(field, names, pad_name) + what.substr(colon));
+  }
+}
+
+std::string python_message(const std::string& message) {
+  std::string out = message;
+  size_t i = 0;
+  while ((i = out.find("ConvProblem.")) != std::string::npos)
+    out.erase(i, std::strlen("ConvProblem."));
+  // "name (TuneOptions::field)": the name is the Python keyword already.
+  for (const char* options : {" (TuneOptions::", " (ForwardOptions::"}) {
+    size_t end = 0;
+    while ((i = out.find(options)) != std::string::npos &&
+           (end = out.find(')', i)) != std::string::npos)
+      out.erase(i, end + 1 - i);
+  }
+  return out;
 }
 
 conv::ConvProblem to_problem(nb::handle v, const char* name) {

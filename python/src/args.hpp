@@ -83,6 +83,23 @@ std::pair<int64_t, int64_t> int_or_pair(nb::handle v, const char* name);
 const char* set_geometry(conv::ConvProblem& p, nb::handle stride, nb::handle padding,
                          nb::handle dilation, nb::handle groups, nb::handle pads);
 
+/// How validate_args names a problem's fields: as the dimensions of conv2d's tensors
+/// ("x: dimension 2 (H)") or as Problem's keywords ("H").
+enum class FieldNames { kTensors, kKeywords };
+
+/// p.validate(), its message naming the Python argument instead of the C++ field:
+/// "ConvProblem.stride_w: must be >= 1, got 0" becomes "stride (w): must be >= 1, got 0",
+/// "ConvProblem.pad_bottom: ..." "pads[2] (bottom): ..." (`pad_name` "pads") or
+/// "padding (bottom): ...", and "ConvProblem.H: ..." "x: dimension 2 (H): ..." (kTensors) or
+/// "H: ..." (kKeywords).
+void validate_args(const conv::ConvProblem& p, FieldNames names, const char* pad_name);
+
+/// A library message as Python shows it: the C++ names that remain after the bindings named the
+/// argument they could ("ConvProblem.stride_h: ..." from a Problem's fields, "find_mode
+/// (ForwardOptions::find_mode): ...") without the C++ part ("stride_h: ...", "find_mode: ...");
+/// stride_h is then the Problem attribute of that name.
+std::string python_message(const std::string& message);
+
 /// A convtune.Problem, or a benchdnn descriptor string (parsed). Throws conv::Error naming `name`.
 conv::ConvProblem to_problem(nb::handle v, const char* name = "problem");
 

@@ -63,14 +63,14 @@ conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride
   conv::ConvProblem p;
   p.N = x.shape[0], p.C = x.shape[1], p.H = x.shape[2], p.W = x.shape[3];
   p.K = w.shape[0], p.R = w.shape[2], p.S = w.shape[3];
-  set_geometry(p, stride, padding, dilation, groups_obj, pads);
+  const char* pad_name = set_geometry(p, stride, padding, dilation, groups_obj, pads);
   const int64_t groups = p.groups;
   if (groups >= 1 && p.C % groups == 0 && w.shape[1] * groups != p.C)
     throw conv::Error(
         "w: expected shape (K, C/groups, R, S) with C/groups = " + std::to_string(p.C / groups) +
         " (x has C = " + std::to_string(p.C) + ", groups = " + std::to_string(groups) + "), got " +
         shape_text(w.shape) + " (channel mismatch)");
-  p.validate();
+  validate_args(p, FieldNames::kTensors, pad_name);
   return p;
 }
 

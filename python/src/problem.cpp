@@ -52,9 +52,11 @@ Tensors (all float32, C-contiguous): x (N, C, H, W) NCHW, w (K, C/groups, R, S) 
 bias (K,), y (N, K, OH, OW) with OH = (H + pad_top + pad_bottom - ((R-1)*dilation_h + 1)) //
 stride_h + 1 (OW likewise).
 
-Raises convtune.Error (a ValueError) naming the field, e.g. "ConvProblem.stride_h: must be
->= 1, got 0", "N: must be in [1, 2^31], got 1180591620717411303424", "N: expected an int, got
-str '2'", or the descriptor's position of a bad token. Equality compares every field but
+Raises convtune.Error (a ValueError) naming the keyword, e.g. "stride (h): must be >= 1, got
+0", "pads[2] (bottom): must be >= 0, got -1", "N: must be in [1, 2^31], got
+1180591620717411303424", "N: expected an int, got str '2'", "H: padded height is smaller than
+the dilated kernel height 5, so OH < 1, got 3", or the descriptor's position of a bad token;
+validate() and key name the attribute ("stride_h: must be >= 1, got 0"). Equality compares every field but
 the name; the hash is that of .key. A value of the wrong type raises convtune.Error too, for a
 writable field as for a keyword (p.N = "2"); p == 5 is False.)";
 
@@ -137,12 +139,12 @@ void bind_problem(nb::module_& m) {
             p.N = size(N, "N"), p.C = size(C, "C"), p.H = size(H, "H"), p.W = size(W, "W");
             p.K = size(K, "K"), p.R = size(R, "R"), p.S = size(S, "S");
             nb::int_ one(1), zero(0);
-            set_geometry(p, stride.is_none() ? nb::handle(one) : stride,
-                         padding.is_none() ? nb::handle(zero) : padding,
-                         dilation.is_none() ? nb::handle(one) : dilation,
-                         groups.is_none() ? nb::handle(one) : groups, pads);
+            const char* pad_name = set_geometry(p, stride.is_none() ? nb::handle(one) : stride,
+                                                padding.is_none() ? nb::handle(zero) : padding,
+                                                dilation.is_none() ? nb::handle(one) : dilation,
+                                                groups.is_none() ? nb::handle(one) : groups, pads);
             p.name = label;
-            p.validate();
+            validate_args(p, FieldNames::kKeywords, pad_name);
             new (self) ConvProblem(std::move(p));
           },
           nb::arg("descriptor").none() = nb::none(), nb::kw_only(),
