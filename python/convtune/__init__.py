@@ -1,8 +1,8 @@
 """convtune: 2-D convolutions that run the fastest correct algorithm measured on this machine.
 
-Tensors are float32, C-contiguous, NCHW: x (N, C, H, W), w (K, C/groups, R, S) (= OIHW),
-bias (K,), y (N, K, OH, OW). NumPy arrays and any object with ``__dlpack__`` (CPU PyTorch
-tensors) are read in place. Times are in milliseconds, sizes in bytes, speeds in GFLOP/s.
+Tensors are float32, NCHW: x (N, C, H, W), w (K, C/groups, R, S) (= OIHW), bias (K,),
+y (N, K, OH, OW). NumPy arrays and any object with ``__dlpack__`` (CPU PyTorch tensors) are read
+in place when C-contiguous and copied once into C order otherwise (channels_last, views). Times are in milliseconds, sizes in bytes, speeds in GFLOP/s.
 
 - ``conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, pads=None,
   threads=0, perfdb=None, find_mode=None, timing="cold", out=None)``: runs

@@ -21,8 +21,10 @@ conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, pads=None,
        perfdb=None, find_mode=None, timing="cold", out=None) -> numpy.ndarray
 
 x: (N, C, H, W) input; w: (K, C/groups, R, S) weights (OIHW); bias: (K,) or None. Each a
-float32, C-contiguous CPU array: a NumPy array or any object with __dlpack__ (e.g. a CPU
-torch.Tensor), read in place without copying.
+float32 CPU array: a NumPy array or any object with __dlpack__ (e.g. a CPU torch.Tensor), read
+in place when C-contiguous; any other layout (a transposed or sliced view, a channels_last
+tensor, negative or zero strides) is copied once into C order first, as
+numpy.ascontiguousarray / tensor.contiguous() would (pass C-contiguous arrays to avoid the copy).
 stride, dilation: int or (h, w); dilation 1 = dense. padding: as torch.nn.functional.conv2d,
 an int (every side), (h, w), 'valid' (none) or 'same' (stride 1 only: OH = H and OW = W, a
 total of dilation * (kernel - 1) per axis, the odd one at the bottom / right as torch puts it).
@@ -50,12 +52,12 @@ loop over layers then allocates nothing and takes no page faults per call. Runs
 conv::best_forward with the GIL released.
 
 Raises convtune.Error (a ValueError) naming the argument: wrong dtype (float64 is refused, not
-converted: use x.astype(numpy.float32)), wrong number of dimensions, non-contiguous arrays,
+converted: use x.astype(numpy.float32)), wrong number of dimensions, a non-contiguous out,
 w.shape[1] * groups != C, bias not (K,), bad stride/padding/dilation/groups, or an output size
 below 1; None or an empty dimension for x or w; ints beyond 64 bits ("stride: must be in [1,
 2^31], got ..."); a keyword of the wrong type ("find_mode: expected a str, got int 3"). Raises
 MemoryError "y: cannot allocate <bytes> bytes for the NxKxOHxOW output" when the output does
-not fit in memory.)";
+not fit in memory (and "x: cannot allocate ... for a C-contiguous copy ..." for the copy).)";
 
 conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride,
                              nb::handle padding, nb::handle dilation, nb::handle groups_obj,

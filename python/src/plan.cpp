@@ -170,7 +170,8 @@ void bind_plan(nb::module_& m) {
            nb::arg("bias").none() = nb::none(), nb::kw_only(), nb::arg("out").none() = nb::none(),
            "Runs the chosen algorithm (GIL released): x (N, C, H, W), w (K, C/groups, R, S) or "
            "None after pack_weights() (a w given is always the one used, unpacked), bias (K,) or "
-           "None; float32, C-contiguous. Returns a new float32 numpy.ndarray (N, K, OH, OW), or "
+           "None; float32 (C-contiguous arrays read in place, other layouts copied once into C "
+           "order). Returns a new float32 numpy.ndarray (N, K, OH, OW), or "
            "writes into out= (a writable float32 C-contiguous array of that shape, sharing no "
            "memory with the inputs) and returns it: no allocation and no page faults per call "
            "in a loop. Raises convtune.Error naming the argument.")

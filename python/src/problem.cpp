@@ -48,7 +48,7 @@ pixel of an even total at the bottom / right, as torch); pads: (top, left, botto
 order, for asymmetric padding (a 4-tuple padding= is refused). .padding reads back (h, w),
 .pads (top, left, bottom, right).
 
-Tensors (all float32, C-contiguous): x (N, C, H, W) NCHW, w (K, C/groups, R, S) KCRS = OIHW,
+Tensors (all float32, C order): x (N, C, H, W) NCHW, w (K, C/groups, R, S) KCRS = OIHW,
 bias (K,), y (N, K, OH, OW) with OH = (H + pad_top + pad_bottom - ((R-1)*dilation_h + 1)) //
 stride_h + 1 (OW likewise).
 
