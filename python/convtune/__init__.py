@@ -2,7 +2,10 @@
 
 Tensors are float32, NCHW: x (N, C, H, W), w (K, C/groups, R, S) (= OIHW), bias (K,),
 y (N, K, OH, OW). NumPy arrays and any object with ``__dlpack__`` (CPU PyTorch tensors) are read
-in place when C-contiguous and copied once into C order otherwise (channels_last, views). Times are in milliseconds, sizes in bytes, speeds in GFLOP/s.
+in place when C-contiguous and copied once into C order otherwise (channels_last, views).
+When x is a torch.Tensor, conv2d and Plan.execute return a torch.Tensor (sharing the output's
+memory); torch tensors must be on the CPU, float32 and not require grad (convtune computes no
+gradients: use x.detach() or torch.no_grad()). float64 is refused, not converted. Times are in milliseconds, sizes in bytes, speeds in GFLOP/s.
 
 - ``conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, pads=None,
   threads=0, perfdb=None, find_mode=None, timing="cold", out=None)``: runs

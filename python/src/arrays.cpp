@@ -120,6 +120,35 @@ nb::object dlpack_source(nb::handle v) {
   return nb::borrow(v);
 }
 
+// torch, where the process imported it (convtune never imports it itself).
+nb::handle torch_module() {
+  return PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed; no error set
+}
+
+// A torch.Tensor as DLPack can export it: on the CPU, float32, not requiring grad (under
+// torch.no_grad() detached, as torch's own functions would drop the graph there). Throws
+// conv::Error naming `n` otherwise; DLPack itself would say "Can't export tensors that require
+// gradient", or hand a CUDA pointer over.
+nb::object torch_source(nb::handle v, const std::string& n) {
+  const nb::handle torch = torch_module();
+  const nb::object device = v.attr("device");
+  if (message_text(device.attr("type")) != "cpu")
+    throw conv::Error(
+        n + ": expected a CPU tensor, got a torch.Tensor on device " + message_text(device) +
+        " (convtune's Python functions run on the CPU; copy it with " + n + ".cpu())");
+  const nb::object dtype = v.attr("dtype");
+  if (!dtype.equal(torch.attr("float32")))
+    throw conv::Error(n + ": expected dtype torch.float32, got " + message_text(dtype) +
+                      " (convtune computes in float32 only; convert with " + n + ".float())");
+  if (!nb::cast<bool>(v.attr("requires_grad"))) return nb::borrow(v);
+  if (nb::cast<bool>(torch.attr("is_grad_enabled")()))
+    throw conv::Error(n +
+                      ": requires_grad tensors are not supported: convtune computes no "
+                      "gradients; use " +
+                      n + ".detach() or torch.no_grad()");
+  return v.attr("detach")();
+}
+
 // One C-contiguous copy of `a` (float32, `shape`, any strides: negative, zero, transposed), as
 // numpy.ascontiguousarray makes it.
 std::shared_ptr<float> contiguous_copy(const nb::ndarray<nb::ro>& a,
@@ -152,6 +181,21 @@ std::shared_ptr<float> contiguous_copy(const nb::ndarray<nb::ro>& a,
 
 }  // namespace
 
+bool is_torch_tensor(nb::handle v) {
+  const nb::handle torch = torch_module();
+  if (!torch.is_valid() || v.is_none()) return false;
+  const nb::object tensor = nb::getattr(torch, "Tensor", nb::none());
+  if (tensor.is_none()) return false;
+  const int r = PyObject_IsInstance(v.ptr(), tensor.ptr());
+  if (r < 0) throw nb::python_error();  // a raising __class__ / __instancecheck__
+  return r == 1;
+}
+
+nb::object torch_output(nb::object y) {
+  // NumPy's __dlpack__: the tensor shares y's memory and keeps it alive.
+  return torch_module().attr("from_dlpack")(y);
+}
+
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -161,7 +205,9 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 Tensor as_tensor(nb::handle v, const char* name, size_t ndim, Strided strided) {
   Tensor t;
   const std::string n = name;
-  const nb::object src = v.is_none() ? nb::none() : dlpack_source(v);
+  const nb::object src = v.is_none()          ? nb::none()
+                         : is_torch_tensor(v) ? dlpack_source(torch_source(v, n))
+                                              : dlpack_source(v);
   if (used_capsule(src))
     throw conv::Error(n +
                       ": a DLPack capsule that was already imported (a capsule is consumed by "

@@ -33,8 +33,20 @@ enum class Strided { kCopy, kRefuse };
 /// copy, as numpy.ascontiguousarray makes it. Throws conv::Error naming `name` for None or
 /// another type, a non-native byte order, another dtype, device or rank, a dimension < 1, or
 /// (Strided::kRefuse) a layout that is not C-contiguous; MemoryError where the copy does not
-/// fit. `name` "x", "w" or "bias" also names the layout and dimensions in messages.
+/// fit. `name` "x", "w" or "bias" also names the layout and dimensions in messages. A
+/// torch.Tensor must be on the CPU ("x: expected a CPU tensor, got a torch.Tensor on device
+/// cuda:0 ..."), torch.float32 ("... convert with x.float()") and, where grad mode is on, not
+/// require grad ("x: requires_grad tensors are not supported: convtune computes no gradients;
+/// use x.detach() or torch.no_grad()"); under torch.no_grad() it is detached.
 Tensor as_tensor(nb::handle v, const char* name, size_t ndim, Strided strided = Strided::kCopy);
+
+/// Whether `v` is a torch.Tensor (nn.Parameter and other subclasses included), where the process
+/// has imported torch.
+bool is_torch_tensor(nb::handle v);
+
+/// The NumPy output `y` as a torch.Tensor sharing its memory (torch.from_dlpack: no copy), for
+/// calls whose x is a torch.Tensor.
+nb::object torch_output(nb::object y);
 
 /// Throws conv::Error `<name>: expected shape <want>, got <shape>` unless the shapes are equal;
 /// `what` describes `want` (e.g. "(K, C/groups, R, S)").

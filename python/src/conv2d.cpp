@@ -15,16 +15,19 @@ namespace convtune_py {
 namespace {
 
 const char* kConv2dDoc =
-    R"(2-D convolution of NCHW float32 tensors with the fastest correct algorithm.
+    R"doc(2-D convolution of NCHW float32 tensors with the fastest correct algorithm.
 
 conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, *, pads=None, threads=0,
-       perfdb=None, find_mode=None, timing="cold", out=None) -> numpy.ndarray
+       perfdb=None, find_mode=None, timing="cold", out=None) -> numpy.ndarray | torch.Tensor
 
 x: (N, C, H, W) input; w: (K, C/groups, R, S) weights (OIHW); bias: (K,) or None. Each a
 float32 CPU array: a NumPy array or any object with __dlpack__ (e.g. a CPU torch.Tensor), read
 in place when C-contiguous; any other layout (a transposed or sliced view, a channels_last
 tensor, negative or zero strides) is copied once into C order first, as
 numpy.ascontiguousarray / tensor.contiguous() would (pass C-contiguous arrays to avoid the copy).
+A torch.Tensor must be on the CPU, torch.float32 and, with grad mode on, not require grad:
+convtune computes no gradients, so x.detach() or torch.no_grad() (where it is detached) says the
+graph ends here, instead of convtune dropping it silently.
 stride, dilation: int or (h, w); dilation 1 = dense. padding: as torch.nn.functional.conv2d,
 an int (every side), (h, w), 'valid' (none) or 'same' (stride 1 only: OH = H and OW = W, a
 total of dilation * (kernel - 1) per axis, the odd one at the bottom / right as torch puts it).
@@ -46,18 +49,22 @@ waits in the last-level cache, as in a network that fits there) or "hot" (timed 
 a layer called in a tight loop); part of the fingerprint, so each has its own winners.
 
 Returns a new float32 NumPy array (N, K, OH, OW), OH = (H + top + bottom - ((R-1)*dilation_h+1))
-// stride_h + 1, OW likewise; with out= (a writable float32 C-contiguous array of that shape
+// stride_h + 1, OW likewise; a CPU float32 torch.Tensor sharing that memory (torch.from_dlpack,
+no copy) when x is a torch.Tensor; with out= (a writable float32 C-contiguous array of that shape
 that shares no memory with x, w or bias) the result is written there and out is returned: a
 loop over layers then allocates nothing and takes no page faults per call. Runs
 conv::best_forward with the GIL released.
 
 Raises convtune.Error (a ValueError) naming the argument: wrong dtype (float64 is refused, not
-converted: use x.astype(numpy.float32)), wrong number of dimensions, a non-contiguous out,
+converted: use x.astype(numpy.float32) or x.float()), a torch.Tensor on another device than the
+CPU ("x: expected a CPU tensor, got a torch.Tensor on device cuda:0 ...") or requiring grad ("x:
+requires_grad tensors are not supported: convtune computes no gradients; use x.detach() or
+torch.no_grad()"), wrong number of dimensions, a non-contiguous out,
 w.shape[1] * groups != C, bias not (K,), bad stride/padding/dilation/groups, or an output size
 below 1; None or an empty dimension for x or w; ints beyond 64 bits ("stride: must be in [1,
 2^31], got ..."); a keyword of the wrong type ("find_mode: expected a str, got int 3"). Raises
 MemoryError "y: cannot allocate <bytes> bytes for the NxKxOHxOW output" when the output does
-not fit in memory (and "x: cannot allocate ... for a C-contiguous copy ..." for the copy).)";
+not fit in memory (and "x: cannot allocate ... for a C-contiguous copy ..." for the copy).)doc";
 
 conv::ConvProblem problem_of(const Tensor& x, const Tensor& w, nb::handle stride,
                              nb::handle padding, nb::handle dilation, nb::handle groups_obj,
@@ -96,6 +103,7 @@ nb::object conv2d(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::h
   nb::object out;
   if (out_obj.is_none()) {
     out = nb::cast(new_array({p.N, p.K, p.OH(), p.OW()}, &y));
+    if (is_torch_tensor(x_obj)) out = torch_output(out);  // torch in, torch out
   } else {
     y = output_arg(out_obj, {p.N, p.K, p.OH(), p.OW()}, {&x, &w, bias ? &*bias : nullptr});
     out = nb::borrow(out_obj);
