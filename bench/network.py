@@ -24,7 +24,7 @@ import convtune
 def args_of(p):
     d = p.to_dict()
     return dict(stride=(d["stride_h"], d["stride_w"]),
-                padding=(d["pad_top"], d["pad_bottom"], d["pad_left"], d["pad_right"]),
+                pads=(d["pad_top"], d["pad_left"], d["pad_bottom"], d["pad_right"]),
                 dilation=(d["dilation_h"], d["dilation_w"]), groups=d["groups"])
 
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -219,27 +220,133 @@ std::pair<int64_t, int64_t> int_or_pair(nb::handle v, const char* name) {
                     type_text(v) + " " + repr_text(v));
 }
 
-std::array<int64_t, 4> padding_arg(nb::handle v) {
-  int64_t x = 0;
-  if (as_int(v, &x, "padding", kPadRange)) return {x, x, x, x};
-  std::vector<int64_t> xs;
-  if (as_ints(v, &xs, "padding", kPadRange)) {
-    if (xs.size() == 2) return {xs[0], xs[0], xs[1], xs[1]};
-    if (xs.size() == 4) return {xs[0], xs[1], xs[2], xs[3]};
-  }
-  throw conv::Error(
-      "padding: expected an int, a pair (h, w) or a 4-tuple (top, bottom, left, right) of ints, "
-      "got " +
-      type_text(v) + " " + repr_text(v));
+namespace {
+
+// torch's padding='same' for one axis: a total of dilation * (kernel - 1), the odd one after
+// (bottom / right), as aten's _convolution_mode splits it (it pads the input by the difference
+// on the far side). Sizes out of range are left to validate(), which names them.
+std::pair<int64_t, int64_t> same_pads(int64_t kernel, int64_t dilation) {
+  constexpr int64_t kMax = int64_t{1} << 31;
+  if (kernel < 1 || kernel > kMax || dilation < 1 || dilation > kMax) return {0, 0};
+  const int64_t total = dilation * (kernel - 1);
+  return {total / 2, total - total / 2};
 }
 
-void set_geometry(conv::ConvProblem& p, nb::handle stride, nb::handle padding, nb::handle dilation,
-                  nb::handle groups) {
+// padding= as torch takes it, and pads= (top, left, bottom, right), into p.
+const char* set_padding(conv::ConvProblem& p, nb::handle padding, nb::handle pads) {
+  int64_t x = 0;
+  std::vector<int64_t> xs;
+  if (!pads.is_none()) {
+    if (!as_ints(pads, &xs, "pads", kPadRange) || xs.size() != 4)
+      throw conv::Error("pads: expected a 4-tuple (top, left, bottom, right) of ints, got " +
+                        got_text(pads));
+    // padding=0 is the default: anything else beside pads= is two answers to one question.
+    if (!as_int(padding, &x, "padding", kPadRange) || x != 0)
+      throw conv::Error(
+          "pads: give padding= or pads=, not both (got padding=" + repr_text(padding) + ")");
+    p.pad_top = xs[0], p.pad_left = xs[1], p.pad_bottom = xs[2], p.pad_right = xs[3];
+    return "pads";
+  }
+  if (as_int(padding, &x, "padding", kPadRange)) {
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = x;
+    return "padding";
+  }
+  if (nb::isinstance<nb::str>(padding)) {
+    const std::string mode = str_arg(padding, "padding");
+    if (mode == "valid") {
+      p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 0;
+      return "padding";
+    }
+    if (mode == "same") {
+      if (p.stride_h != 1 || p.stride_w != 1)
+        throw conv::Error(
+            "padding: 'same' needs stride 1 (as torch.nn.functional.conv2d), got "
+            "stride (" +
+            std::to_string(p.stride_h) + ", " + std::to_string(p.stride_w) +
+            "); give the padding as ints or pads=(top, left, bottom, right)");
+      std::tie(p.pad_top, p.pad_bottom) = same_pads(p.R, p.dilation_h);
+      std::tie(p.pad_left, p.pad_right) = same_pads(p.S, p.dilation_w);
+      return "padding";
+    }
+    throw conv::Error("padding: expected 'same' or 'valid' (lower case, as torch), got str " +
+                      repr_text(padding));
+  }
+  if (as_ints(padding, &xs, "padding", kPadRange)) {
+    if (xs.size() == 2) {
+      p.pad_top = p.pad_bottom = xs[0], p.pad_left = p.pad_right = xs[1];
+      return "padding";
+    }
+    if (xs.size() == 4)
+      throw conv::Error(
+          "padding: a 4-tuple is ambiguous (F.pad's order is (left, right, top, bottom), "
+          "ONNX's (top, left, bottom, right)); for asymmetric padding pass "
+          "pads=(top, left, bottom, right), got padding=" +
+          repr_text(padding));
+  }
+  throw conv::Error("padding: expected an int, a pair (h, w) of ints, 'same' or 'valid', got " +
+                    got_text(padding));
+}
+
+}  // namespace
+
+const char* set_geometry(conv::ConvProblem& p, nb::handle stride, nb::handle padding,
+                         nb::handle dilation, nb::handle groups, nb::handle pads) {
   std::tie(p.stride_h, p.stride_w) = int_or_pair(stride, "stride");
-  const auto pad = padding_arg(padding);
-  p.pad_top = pad[0], p.pad_bottom = pad[1], p.pad_left = pad[2], p.pad_right = pad[3];
   std::tie(p.dilation_h, p.dilation_w) = int_or_pair(dilation, "dilation");
   p.groups = int_arg(groups, "groups", kSizeRange);
+  return set_padding(p, padding, pads);  // 'same' reads the stride, dilation and kernel
+}
+
+namespace {
+
+// The Python argument (and the part of it) that holds a ConvProblem field.
+std::string argument_of(const std::string& field, FieldNames names, const std::string& pad) {
+  static const std::pair<const char*, const char*> kTensorDims[] = {
+      {"N", "x: dimension 0 (N)"}, {"C", "x: dimension 1 (C)"}, {"H", "x: dimension 2 (H)"},
+      {"W", "x: dimension 3 (W)"}, {"K", "w: dimension 0 (K)"}, {"R", "w: dimension 2 (R)"},
+      {"S", "w: dimension 3 (S)"}};
+  if (names == FieldNames::kTensors)
+    for (const auto& [f, text] : kTensorDims)
+      if (field == f) return text;
+  // pads= is (top, left, bottom, right); padding= names the side.
+  static const char* const kSides[] = {"top", "left", "bottom", "right"};
+  for (int i = 0; i < 4; ++i)
+    if (field == std::string("pad_") + kSides[i])
+      return pad == "pads" ? "pads[" + std::to_string(i) + "] (" + kSides[i] + ")"
+                           : pad + " (" + kSides[i] + ")";
+  for (const char* pair : {"stride", "dilation"})
+    for (const char* axis : {"h", "w"})
+      if (field == std::string(pair) + "_" + axis) return std::string(pair) + " (" + axis + ")";
+  return field;  // N, ..., groups, name: the Problem keyword of that name
+}
+
+}  // namespace
+
+void validate_args(const conv::ConvProblem& p, FieldNames names, const char* pad_name) {
+  try {
+    p.validate();
+  } catch (const conv::Error& e) {
+    const std::string what = e.what(), prefix = "ConvProblem.";
+    const size_t colon = what.find(": ");
+    if (what.compare(0, prefix.size(), prefix) != 0 || colon == std::string::npos) throw;
+    const std::string field = what.substr(prefix.size(), colon - prefix.size());
+    throw conv::Error(argument_of(field, names, pad_name) + what.substr(colon));
+  }
+}
+
+std::string python_message(const std::string& message) {
+  std::string out = message;
+  size_t i = 0;
+  while ((i = out.find("ConvProblem.")) != std::string::npos)
+    out.erase(i, std::strlen("ConvProblem."));
+  // "name (TuneOptions::field)": the name is the Python keyword already.
+  for (const char* options : {" (TuneOptions::", " (ForwardOptions::"}) {
+    size_t end = 0;
+    while ((i = out.find(options)) != std::string::npos &&
+           (end = out.find(')', i)) != std::string::npos)
+      out.erase(i, end + 1 - i);
+  }
+  return out;
 }
 
 conv::ConvProblem to_problem(nb::handle v, const char* name) {

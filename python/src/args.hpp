@@ -4,7 +4,6 @@
 
 #include <nanobind/nanobind.h>
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -72,14 +71,34 @@ std::optional<std::string> optional_path_arg(nb::handle v, const char* name);
 /// An int, or a pair (h, w) of ints: (h, w). Throws conv::Error naming `name` otherwise.
 std::pair<int64_t, int64_t> int_or_pair(nb::handle v, const char* name);
 
-/// Padding: an int (all sides), a pair (h, w) (top = bottom = h, left = right = w) or a 4-tuple
-/// (top, bottom, left, right). Returns {top, bottom, left, right}. Throws conv::Error naming
-/// "padding" for another form or a non-integer.
-std::array<int64_t, 4> padding_arg(nb::handle v);
+/// Sets the stride, padding, dilation and groups of `p` (whose R and S are set) from Python
+/// arguments, as torch.nn.functional.conv2d takes them. `padding`: an int (every side), a pair
+/// (h, w) (top = bottom = h, left = right = w), "valid" (0) or "same" (stride 1 only; the output
+/// is H x W: a total of dilation * (kernel - 1) per axis, the odd one on the bottom / right, as
+/// torch splits it). `pads`: None, or (top, left, bottom, right) as ONNX orders them, for
+/// asymmetric padding; `padding` must then be left at 0. A 4-tuple `padding` is refused: its
+/// order would be a guess (F.pad's is (left, right, top, bottom)). Throws conv::Error naming
+/// "stride", "padding", "pads", "dilation" or "groups". Returns the padding argument's name
+/// ("padding" or "pads") for validate_args.
+const char* set_geometry(conv::ConvProblem& p, nb::handle stride, nb::handle padding,
+                         nb::handle dilation, nb::handle groups, nb::handle pads);
 
-/// Sets the stride, padding, dilation and groups of `p` from Python arguments.
-void set_geometry(conv::ConvProblem& p, nb::handle stride, nb::handle padding, nb::handle dilation,
-                  nb::handle groups);
+/// How validate_args names a problem's fields: as the dimensions of conv2d's tensors
+/// ("x: dimension 2 (H)") or as Problem's keywords ("H").
+enum class FieldNames { kTensors, kKeywords };
+
+/// p.validate(), its message naming the Python argument instead of the C++ field:
+/// "ConvProblem.stride_w: must be >= 1, got 0" becomes "stride (w): must be >= 1, got 0",
+/// "ConvProblem.pad_bottom: ..." "pads[2] (bottom): ..." (`pad_name` "pads") or
+/// "padding (bottom): ...", and "ConvProblem.H: ..." "x: dimension 2 (H): ..." (kTensors) or
+/// "H: ..." (kKeywords).
+void validate_args(const conv::ConvProblem& p, FieldNames names, const char* pad_name);
+
+/// A library message as Python shows it: the C++ names that remain after the bindings named the
+/// argument they could ("ConvProblem.stride_h: ..." from a Problem's fields, "find_mode
+/// (ForwardOptions::find_mode): ...") without the C++ part ("stride_h: ...", "find_mode: ...");
+/// stride_h is then the Problem attribute of that name.
+std::string python_message(const std::string& message);
 
 /// A convtune.Problem, or a benchdnn descriptor string (parsed). Throws conv::Error naming `name`.
 conv::ConvProblem to_problem(nb::handle v, const char* name = "problem");

@@ -120,7 +120,81 @@ nb::object dlpack_source(nb::handle v) {
   return nb::borrow(v);
 }
 
+// torch, where the process imported it (convtune never imports it itself).
+nb::handle torch_module() {
+  return PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed; no error set
+}
+
+// A torch.Tensor as DLPack can export it: on the CPU, float32, not requiring grad (under
+// torch.no_grad() detached, as torch's own functions would drop the graph there). Throws
+// conv::Error naming `n` otherwise; DLPack itself would say "Can't export tensors that require
+// gradient", or hand a CUDA pointer over.
+nb::object torch_source(nb::handle v, const std::string& n) {
+  const nb::handle torch = torch_module();
+  const nb::object device = v.attr("device");
+  if (message_text(device.attr("type")) != "cpu")
+    throw conv::Error(
+        n + ": expected a CPU tensor, got a torch.Tensor on device " + message_text(device) +
+        " (convtune's Python functions run on the CPU; copy it with " + n + ".cpu())");
+  const nb::object dtype = v.attr("dtype");
+  if (!dtype.equal(torch.attr("float32")))
+    throw conv::Error(n + ": expected dtype torch.float32, got " + message_text(dtype) +
+                      " (convtune computes in float32 only; convert with " + n + ".float())");
+  if (!nb::cast<bool>(v.attr("requires_grad"))) return nb::borrow(v);
+  if (nb::cast<bool>(torch.attr("is_grad_enabled")()))
+    throw conv::Error(n +
+                      ": requires_grad tensors are not supported: convtune computes no "
+                      "gradients; use " +
+                      n + ".detach() or torch.no_grad()");
+  return v.attr("detach")();
+}
+
+// One C-contiguous copy of `a` (float32, `shape`, any strides: negative, zero, transposed), as
+// numpy.ascontiguousarray makes it.
+std::shared_ptr<float> contiguous_copy(const nb::ndarray<nb::ro>& a,
+                                       const std::vector<int64_t>& shape, const std::string& n) {
+  size_t count = 1;
+  for (int64_t d : shape) count *= static_cast<size_t>(d);
+  const size_t bytes = count * sizeof(float);
+  void* p = std::aligned_alloc(64, ((bytes + 63) / 64) * 64);
+  if (!p)
+    raise_memory_error(n + ": cannot allocate " + std::to_string(bytes) +
+                       " bytes for a C-contiguous copy of the " + shape_text(shape) + " array");
+  std::shared_ptr<float> copy(static_cast<float*>(p), [](float* q) { std::free(q); });
+  // Up to 4 dimensions, the missing leading ones of size 1.
+  int64_t size[4] = {1, 1, 1, 1}, stride[4] = {0, 0, 0, 0};
+  const size_t lead = 4 - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    size[lead + i] = shape[i];
+    stride[lead + i] = a.stride(i);
+  }
+  const auto* src = static_cast<const float*>(a.data());
+  float* dst = copy.get();
+  for (int64_t i0 = 0; i0 < size[0]; ++i0)
+    for (int64_t i1 = 0; i1 < size[1]; ++i1)
+      for (int64_t i2 = 0; i2 < size[2]; ++i2) {
+        const float* row = src + i0 * stride[0] + i1 * stride[1] + i2 * stride[2];
+        for (int64_t i3 = 0; i3 < size[3]; ++i3) *dst++ = row[i3 * stride[3]];
+      }
+  return copy;
+}
+
 }  // namespace
+
+bool is_torch_tensor(nb::handle v) {
+  const nb::handle torch = torch_module();
+  if (!torch.is_valid() || v.is_none()) return false;
+  const nb::object tensor = nb::getattr(torch, "Tensor", nb::none());
+  if (tensor.is_none()) return false;
+  const int r = PyObject_IsInstance(v.ptr(), tensor.ptr());
+  if (r < 0) throw nb::python_error();  // a raising __class__ / __instancecheck__
+  return r == 1;
+}
+
+nb::object torch_output(nb::object y) {
+  // NumPy's __dlpack__: the tensor shares y's memory and keeps it alive.
+  return torch_module().attr("from_dlpack")(y);
+}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "(";
@@ -128,10 +202,12 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-Tensor as_tensor(nb::handle v, const char* name, size_t ndim) {
+Tensor as_tensor(nb::handle v, const char* name, size_t ndim, Strided strided) {
   Tensor t;
   const std::string n = name;
-  const nb::object src = v.is_none() ? nb::none() : dlpack_source(v);
+  const nb::object src = v.is_none()          ? nb::none()
+                         : is_torch_tensor(v) ? dlpack_source(torch_source(v, n))
+                                              : dlpack_source(v);
   if (used_capsule(src))
     throw conv::Error(n +
                       ": a DLPack capsule that was already imported (a capsule is consumed by "
@@ -163,23 +239,31 @@ Tensor as_tensor(nb::handle v, const char* name, size_t ndim) {
                         shape_text(t.shape));
   // C order; strides of size-1 dimensions do not matter.
   int64_t expect = 1;
+  bool contiguous = true;
   for (size_t i = ndim; i-- > 0;) {
-    if (t.shape[i] != 1 && a.stride(i) != expect) {
-      std::vector<int64_t> strides;
-      for (size_t k = 0; k < ndim; ++k) strides.push_back(a.stride(k));
-      throw conv::Error(n + ": expected a C-contiguous array, got strides " + shape_text(strides) +
-                        " (elements) for shape " + shape_text(t.shape) +
-                        " (copy it with numpy.ascontiguousarray)");
-    }
+    if (t.shape[i] != 1 && a.stride(i) != expect) contiguous = false;
     expect *= t.shape[i];
   }
-  t.data = static_cast<const float*>(a.data());
+  t.bytes = static_cast<size_t>(expect) * sizeof(float);
+  if (contiguous) {
+    t.data = static_cast<const float*>(a.data());
+    return t;
+  }
+  if (strided == Strided::kRefuse) {
+    std::vector<int64_t> strides;
+    for (size_t k = 0; k < ndim; ++k) strides.push_back(a.stride(k));
+    throw conv::Error(n + ": expected a C-contiguous array, got strides " + shape_text(strides) +
+                      " (elements) for shape " + shape_text(t.shape) + " (" + n +
+                      " is written in place, so it is not copied)");
+  }
+  t.copy = contiguous_copy(a, t.shape, n);
+  t.data = t.copy.get();
   return t;
 }
 
 float* output_arg(nb::handle v, const std::vector<int64_t>& shape,
                   const std::vector<const Tensor*>& inputs) {
-  const Tensor out = as_tensor(v, "out", shape.size());
+  const Tensor out = as_tensor(v, "out", shape.size(), Strided::kRefuse);
   check_shape(out, "out", shape, "(N, K, OH, OW)");
   if (nb::hasattr(v, "flags")) {
     const nb::object flags = v.attr("flags");
@@ -187,11 +271,11 @@ float* output_arg(nb::handle v, const std::vector<int64_t>& shape,
       throw conv::Error("out: the array is read-only (flags.writeable is False)");
   }
   const auto* begin = reinterpret_cast<const char*>(out.data);
-  const char* end = begin + out.array.nbytes();
+  const char* end = begin + out.bytes;
   for (const Tensor* in : inputs) {
-    if (!in) continue;
+    if (!in) continue;  // (a copied input is its own memory: out may overlap the original)
     const auto* b = reinterpret_cast<const char*>(in->data);
-    if (b < end && begin < b + in->array.nbytes())
+    if (b < end && begin < b + in->bytes)
       throw conv::Error(
           "out: shares memory with an input; the convolution reads its inputs while "
           "it writes out, so pass a separate array");

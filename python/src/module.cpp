@@ -1,6 +1,6 @@
 // convtune._convtune: the native half of the convtune Python package (python/convtune/ is the
 // other). conv::Error is raised as convtune.Error, a ValueError subclass with the same message
-// (bytes that are not UTF-8 as \xHH).
+// less its C++ names (python_message; bytes that are not UTF-8 as \xHH).
 #include "args.hpp"
 #include "bindings.hpp"
 #include "conv/device.hpp"
@@ -17,7 +17,8 @@ NB_MODULE(_convtune, m) {
         try {
           std::rethrow_exception(p);
         } catch (const conv::Error& e) {
-          convtune_py::set_error(static_cast<PyObject*>(type), e.what());
+          convtune_py::set_error(static_cast<PyObject*>(type),
+                                 convtune_py::python_message(e.what()));
         }
       },
       error.ptr());

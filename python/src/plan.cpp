@@ -23,7 +23,7 @@ Plan(problem=None, *, algo=None, config="", threads=0, perfdb=None, find_mode=No
      **fields)
 
 problem: a convtune.Problem or a benchdnn descriptor string; or pass the Problem keyword fields
-(N=, C=, H=, W=, K=, R=, S=, stride=, padding=, dilation=, groups=, name=) instead. One of the
+(N=, C=, H=, W=, K=, R=, S=, stride=, padding=, dilation=, groups=, pads=, name=) instead. One of the
 two is required (convtune.Error naming "problem" otherwise).
 Without algo, the algorithm is chosen like conv2d does, but for the Plan path (its own winner
 in the perf database, timed with packed weights; may tune on a miss, with the GIL released).
@@ -31,7 +31,8 @@ algo/config: run this algorithm id (e.g. "cpu.im2col_gemm") and config (e.g. "m4
 algorithm's default config) instead; a config without algo raises convtune.Error.
 threads, perfdb, find_mode, timing: as for conv2d.
 
-Then pack_weights(w) once and execute(x) -> numpy.ndarray (N, K, OH, OW) as often as needed.
+Then pack_weights(w) once and execute(x) -> numpy.ndarray (N, K, OH, OW) (a torch.Tensor when
+x is one) as often as needed.
 A Plan may be shared by threads: their execute() and pack_weights() calls take turns (they share
 the Plan's workspace); a Plan per thread runs them in parallel.
 Raises convtune.Error (a ValueError) naming the field or argument, for a wrong type too
@@ -94,6 +95,7 @@ class PyPlan {
     nb::object out;
     if (out_obj.is_none()) {
       out = nb::cast(new_array({p.N, p.K, p.OH(), p.OW()}, &y));
+      if (is_torch_tensor(x_obj)) out = torch_output(out);  // torch in, torch out
     } else {
       y = output_arg(out_obj, {p.N, p.K, p.OH(), p.OW()},
                      {&x, w ? &*w : nullptr, bias ? &*bias : nullptr});
@@ -165,12 +167,14 @@ void bind_plan(nb::module_& m) {
            "Transforms and keeps the weights w (K, C/groups, R, S) float32; execute() may then "
            "omit w. The Plan keeps its own copy (for an algorithm that does not pack, of w as "
            "given), so modifying w afterwards does not change execute()'s results. Raises "
-           "convtune.Error for a wrong shape or dtype.")
+           "convtune.Error for a wrong shape or dtype, and for a torch.Tensor as conv2d does.")
       .def("execute", &PyPlan::execute, nb::arg("x").none(), nb::arg("w").none() = nb::none(),
            nb::arg("bias").none() = nb::none(), nb::kw_only(), nb::arg("out").none() = nb::none(),
            "Runs the chosen algorithm (GIL released): x (N, C, H, W), w (K, C/groups, R, S) or "
            "None after pack_weights() (a w given is always the one used, unpacked), bias (K,) or "
-           "None; float32, C-contiguous. Returns a new float32 numpy.ndarray (N, K, OH, OW), or "
+           "None; float32 (C-contiguous arrays read in place, other layouts copied once into C "
+           "order; torch.Tensors as conv2d takes them). Returns a new float32 numpy.ndarray (N, K, "
+           "OH, OW) (a torch.Tensor sharing its memory when x is one), or "
            "writes into out= (a writable float32 C-contiguous array of that shape, sharing no "
            "memory with the inputs) and returns it: no allocation and no page faults per call "
            "in a loop. Raises convtune.Error naming the argument.")

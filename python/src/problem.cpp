@@ -37,21 +37,26 @@ nb::dict to_dict(const ConvProblem& p) {
 const char* kProblemDoc = R"(One forward convolution y = conv(x, w) + bias (conv::ConvProblem).
 
 Problem(descriptor=None, *, N=1, C=1, H=1, W=1, K=1, R=1, S=1, stride=1, padding=0,
-        dilation=1, groups=1, name="")
+        dilation=1, groups=1, pads=None, name="")
 
 Either parse a oneDNN benchdnn descriptor, e.g.
 ``Problem('mb1ic3ih227oc96kh11sh4n"alexnet:conv1"')``, or give the fields as keywords:
 N batch, C input channels, H x W input size, K output channels, R x S kernel size.
-stride and dilation: an int or a pair (h, w) (dilation 1 = dense); padding: an int, a pair
-(h, w) or a 4-tuple (top, bottom, left, right).
+stride and dilation: an int or a pair (h, w) (dilation 1 = dense); padding: as
+torch.nn.functional.conv2d, an int, a pair (h, w), 'valid' or 'same' (stride 1 only; the odd
+pixel of an even total at the bottom / right, as torch); pads: (top, left, bottom, right), ONNX's
+order, for asymmetric padding (a 4-tuple padding= is refused). .padding reads back (h, w),
+.pads (top, left, bottom, right).
 
-Tensors (all float32, C-contiguous): x (N, C, H, W) NCHW, w (K, C/groups, R, S) KCRS = OIHW,
+Tensors (all float32, C order): x (N, C, H, W) NCHW, w (K, C/groups, R, S) KCRS = OIHW,
 bias (K,), y (N, K, OH, OW) with OH = (H + pad_top + pad_bottom - ((R-1)*dilation_h + 1)) //
 stride_h + 1 (OW likewise).
 
-Raises convtune.Error (a ValueError) naming the field, e.g. "ConvProblem.stride_h: must be
->= 1, got 0", "N: must be in [1, 2^31], got 1180591620717411303424", "N: expected an int, got
-str '2'", or the descriptor's position of a bad token. Equality compares every field but
+Raises convtune.Error (a ValueError) naming the keyword, e.g. "stride (h): must be >= 1, got
+0", "pads[2] (bottom): must be >= 0, got -1", "N: must be in [1, 2^31], got
+1180591620717411303424", "N: expected an int, got str '2'", "H: padded height is smaller than
+the dilated kernel height 5, so OH < 1, got 3", or the descriptor's position of a bad token;
+validate() and key name the attribute ("stride_h: must be >= 1, got 0"). Equality compares every field but
 the name; the hash is that of .key. A value of the wrong type raises convtune.Error too, for a
 writable field as for a keyword (p.N = "2"); p == 5 is False.)";
 
@@ -109,7 +114,8 @@ void bind_problem(nb::module_& m) {
           "__init__",
           [](ConvProblem* self, nb::handle descriptor, nb::handle N, nb::handle C, nb::handle H,
              nb::handle W, nb::handle K, nb::handle R, nb::handle S, nb::handle stride,
-             nb::handle padding, nb::handle dilation, nb::handle groups, nb::handle name) {
+             nb::handle padding, nb::handle dilation, nb::handle groups, nb::handle pads,
+             nb::handle name) {
             const std::string label = name.is_none() ? std::string() : name_arg(name);
             if (!descriptor.is_none()) {
               if (!nb::isinstance<nb::str>(descriptor))
@@ -118,7 +124,7 @@ void bind_problem(nb::module_& m) {
               const bool fields = !N.is_none() || !C.is_none() || !H.is_none() || !W.is_none() ||
                                   !K.is_none() || !R.is_none() || !S.is_none() ||
                                   !stride.is_none() || !padding.is_none() || !dilation.is_none() ||
-                                  !groups.is_none();
+                                  !groups.is_none() || !pads.is_none();
               if (fields)
                 throw conv::Error(
                     "Problem: pass a descriptor or keyword fields (N, C, ...), not both");
@@ -133,12 +139,12 @@ void bind_problem(nb::module_& m) {
             p.N = size(N, "N"), p.C = size(C, "C"), p.H = size(H, "H"), p.W = size(W, "W");
             p.K = size(K, "K"), p.R = size(R, "R"), p.S = size(S, "S");
             nb::int_ one(1), zero(0);
-            set_geometry(p, stride.is_none() ? nb::handle(one) : stride,
-                         padding.is_none() ? nb::handle(zero) : padding,
-                         dilation.is_none() ? nb::handle(one) : dilation,
-                         groups.is_none() ? nb::handle(one) : groups);
+            const char* pad_name = set_geometry(p, stride.is_none() ? nb::handle(one) : stride,
+                                                padding.is_none() ? nb::handle(zero) : padding,
+                                                dilation.is_none() ? nb::handle(one) : dilation,
+                                                groups.is_none() ? nb::handle(one) : groups, pads);
             p.name = label;
-            p.validate();
+            validate_args(p, FieldNames::kKeywords, pad_name);
             new (self) ConvProblem(std::move(p));
           },
           nb::arg("descriptor").none() = nb::none(), nb::kw_only(),
@@ -147,7 +153,8 @@ void bind_problem(nb::module_& m) {
           nb::arg("K").none() = nb::none(), nb::arg("R").none() = nb::none(),
           nb::arg("S").none() = nb::none(), nb::arg("stride").none() = nb::none(),
           nb::arg("padding").none() = nb::none(), nb::arg("dilation").none() = nb::none(),
-          nb::arg("groups").none() = nb::none(), nb::arg("name").none() = nb::none())
+          nb::arg("groups").none() = nb::none(), nb::arg("pads").none() = nb::none(),
+          nb::arg("name").none() = nb::none())
       .def_static(
           "from_descriptor",
           [](nb::handle text) { return conv::parse_descriptor(str_arg(text, "text")); },
@@ -165,10 +172,27 @@ void bind_problem(nb::module_& m) {
                    })
       .def_prop_ro(
           "padding",
-          [](const ConvProblem& p) {
-            return shape({p.pad_top, p.pad_bottom, p.pad_left, p.pad_right});
+          [](const ConvProblem& p) -> nb::object {
+            // A pair as torch's Conv2d.padding; asymmetric padding has none, and guessing one
+            // (or a 4-tuple in some order) would pass silently where it is read.
+            if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right) {
+              set_error(PyExc_AttributeError,
+                        "padding: asymmetric padding has no (h, w) form; read .pads = (top, left, "
+                        "bottom, right) = (" +
+                            std::to_string(p.pad_top) + ", " + std::to_string(p.pad_left) + ", " +
+                            std::to_string(p.pad_bottom) + ", " + std::to_string(p.pad_right) +
+                            ")");
+              throw nb::python_error();
+            }
+            return shape({p.pad_top, p.pad_left});
           },
-          "(top, bottom, left, right)")
+          "(h, w) as torch's Conv2d.padding; AttributeError for asymmetric padding (read .pads)")
+      .def_prop_ro(
+          "pads",
+          [](const ConvProblem& p) {
+            return shape({p.pad_top, p.pad_left, p.pad_bottom, p.pad_right});
+          },
+          "(top, left, bottom, right), ONNX's order; as the pads= keyword takes it")
       .def_prop_ro("dilation",
                    [](const ConvProblem& p) {
                      return shape({p.dilation_h, p.dilation_w});

@@ -111,7 +111,10 @@ nb::dict result(const conv::TuneResult& r, double peak) {
   for (const auto& n : r.not_applicable) {
     nb::dict e;
     e["algo"] = n.algo_id;
-    e["reason"] = n.reason;
+    // The library names the CLI's option; here it is the algo= keyword.
+    const std::string cli = "excluded by --algo ";
+    e["reason"] =
+        n.reason.rfind(cli, 0) == 0 ? "excluded by algo=" + n.reason.substr(cli.size()) : n.reason;
     na.append(e);
   }
   d["not_applicable"] = na;

@@ -30,21 +30,31 @@ def rng():
     return np.random.default_rng()
 
 
-def conv2d_ref(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """float64 reference: returns (y, scale) with scale = |bias| + sum |x||w| per output."""
+def conv2d_ref(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, pads=None):
+    """float64 reference: returns (y, scale) with scale = |bias| + sum |x||w| per output.
+
+    padding: an int, (h, w), "valid" or "same" (stride 1: a total of dilation * (kernel - 1)
+    per axis, the odd one at the bottom / right); pads: (top, left, bottom, right).
+    """
     sh, sw = (stride, stride) if isinstance(stride, int) else stride
     dh, dw = (dilation, dilation) if isinstance(dilation, int) else dilation
-    if isinstance(padding, int):
-        pt = pb = pl = pr = padding
-    elif len(padding) == 2:
-        pt = pb = padding[0]
-        pl = pr = padding[1]
-    else:
-        pt, pb, pl, pr = padding
     x = np.asarray(x, np.float64)
     w = np.asarray(w, np.float64)
     n, c, h, wd = x.shape
     k, cg, r, s = w.shape
+    if pads is not None:
+        pt, pl, pb, pr = pads
+    elif padding == "valid":
+        pt = pb = pl = pr = 0
+    elif padding == "same":
+        th, tw = dh * (r - 1), dw * (s - 1)
+        pt, pl = th // 2, tw // 2
+        pb, pr = th - pt, tw - pl
+    elif isinstance(padding, int):
+        pt = pb = pl = pr = padding
+    else:
+        pt = pb = padding[0]
+        pl = pr = padding[1]
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
     oh = (h + pt + pb - ((r - 1) * dh + 1)) // sh + 1
     ow = (wd + pl + pr - ((s - 1) * dw + 1)) // sw + 1

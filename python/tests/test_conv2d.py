@@ -6,14 +6,25 @@ import pytest
 import convtune
 from conftest import assert_close, conv2d_ref
 
-# (N, C, H, W, K, R, S, stride, padding, dilation, groups, with_bias)
+def pads(*t):
+    """A CASES padding entry passed as pads=(top, left, bottom, right)."""
+    return {"pads": t}
+
+
+# (N, C, H, W, K, R, S, stride, padding (or pads(...)), dilation, groups, with_bias)
 CASES = [
     (2, 3, 17, 19, 8, 3, 3, 1, 1, 1, 1, True),
     (1, 4, 20, 18, 6, 5, 3, (2, 1), (2, 1), 1, 1, False),
     (1, 4, 15, 15, 8, 3, 3, 1, 2, 2, 1, True),
     (2, 6, 12, 12, 9, 3, 3, 1, 1, 1, 3, True),
     (1, 8, 14, 14, 8, 3, 3, 2, 1, 1, 8, True),
-    (1, 3, 13, 11, 4, 3, 2, 1, (0, 2, 1, 0), 1, 1, True),
+    (1, 3, 13, 11, 4, 3, 2, 1, pads(0, 1, 2, 0), 1, 1, True),
+    (1, 3, 9, 12, 4, 2, 5, (1, 2), pads(3, 0, 1, 4), 1, 1, False),
+    # torch's 'same': even kernels put the odd pixel at the bottom / right
+    (1, 3, 10, 11, 5, 4, 2, 1, "same", 1, 1, True),
+    (2, 4, 9, 8, 4, 3, 4, 1, "same", (2, 3), 2, False),
+    (1, 3, 12, 9, 4, 5, 3, 1, "same", 1, 1, True),
+    (1, 3, 12, 9, 4, 5, 3, (2, 3), "valid", 1, 1, True),
     (1, 16, 7, 7, 8, 1, 1, 1, 0, 1, 1, False),
     (1, 1, 31, 31, 4, 11, 11, 4, 0, 1, 1, False),
     (1, 2, 9, 9, 3, 3, 3, 1, 4, 1, 1, True),
@@ -28,21 +39,25 @@ def make(rng, n, c, h, w, k, r, s, groups, with_bias):
 
 
 def case_id(c):
-    return "x".join(map(str, c[:7])) + "-s%s-p%s-d%s-g%s" % c[7:11]
+    return "x".join(map(str, c[:7])) + "-s%s-p%s-d%s-g%s" % tuple(map(str, c[7:11]))
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_matches_reference(rng, case):
     n, c, h, w, k, r, s, stride, padding, dilation, groups, with_bias = case
+    pad = padding if isinstance(padding, dict) else {"padding": padding}
     x, wt, b = make(rng, n, c, h, w, k, r, s, groups, with_bias)
-    y = convtune.conv2d(x, wt, b, stride=stride, padding=padding, dilation=dilation,
-                        groups=groups)
+    y = convtune.conv2d(x, wt, b, stride=stride, dilation=dilation, groups=groups, **pad)
     assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.flags.c_contiguous
-    ref, scale = conv2d_ref(x, wt, b, stride, padding, dilation, groups)
+    ref, scale = conv2d_ref(x, wt, b, stride, dilation=dilation, groups=groups, **pad)
     assert_close(y, ref, scale)
-    p = convtune.Problem(N=n, C=c, H=h, W=w, K=k, R=r, S=s, stride=stride, padding=padding,
-                         dilation=dilation, groups=groups)
+    p = convtune.Problem(N=n, C=c, H=h, W=w, K=k, R=r, S=s, stride=stride, dilation=dilation,
+                         groups=groups, **pad)
     assert y.shape == p.y_shape
+    if pad.get("padding") == "same":
+        assert y.shape[2:] == x.shape[2:]
+    plan = convtune.Plan(p, algo="cpu.direct")
+    assert_close(plan.execute(x, wt, b), ref, scale)
 
 
 def test_second_call_uses_stored_winner(rng):

@@ -165,7 +165,7 @@ NUL_CASES = [
     (lambda: convtune.conv2d(*xw(), find_mode="\0"),
      'find_mode: expected tune, heuristic or db_only, got "\\x00"'),
     (lambda: convtune.tune(P, algo="zz\0", store=False),
-     'algo (TuneOptions::algo_pattern): "zz\\x00" is part of no registered algorithm id'),
+     'algo: "zz\\x00" is part of no registered algorithm id'),
     (lambda: convtune.Problem("mb1\0ic3"),
      'descriptor "mb1\\x00ic3": position 3: unknown token "\\x00" (expected g mb ic ih iw oc oh ow '
      "kh kw sh sw ph pw dh dw or n)"),

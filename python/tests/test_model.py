@@ -110,3 +110,24 @@ def test_model_over_the_size_limit_is_refused_before_reading(tmp_path, monkeypat
     monkeypatch.setenv("CONVTUNE_IMPORT_MAX_FILE_MB", "1")
     with pytest.raises(convtune.Error, match="MB is over the 1 MB limit"):
         convtune.import_model(path)
+
+
+ONNX_SYMBOLIC = (Path(__file__).resolve().parents[2] / "fuzz" / "corpus" / "onnx"
+                 / "alexnet-symbolic-batch.onnx")
+
+
+def test_messages_name_inputs_not_the_cli_flag(tmp_path):
+    # The importer's own words are the CLI's --input NAME=NxCxHxW; Python's argument is inputs=.
+    path = tmp_path / "noshape.prototxt"
+    path.write_text(PROTOTXT.replace("input_dim: 1\ninput_dim: 3\ninput_dim: 32\ninput_dim: 32\n", ""))
+    with pytest.raises(convtune.Error, match=r'input "data": no shape in the file; pass the input '
+                       r'shape as inputs=\{"data": \(N, C, H, W\)\}$'):
+        import_or_skip(path)
+    assert import_or_skip(path, {"data": (1, 3, 32, 32)})[0].OH == 16
+    assert import_or_skip(ONNX_SYMBOLIC, {"input": (1, 3, 224, 224)})[0].N == 1
+    with pytest.raises(convtune.Error, match=r'dimension 0 is symbolic \("N"\); pass the input '
+                       r'shape as inputs=\{"input": \(N, C, H, W\)\}$'):
+        convtune.import_model(ONNX_SYMBOLIC)
+    with pytest.raises(convtune.Error, match=r"inputs\['data'\]: the model has no such input "
+                       r'\(its inputs: "input", '):
+        convtune.import_model(ONNX_SYMBOLIC, {"data": (1, 3, 224, 224)})

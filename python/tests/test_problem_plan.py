@@ -16,7 +16,7 @@ from conftest import assert_close, conv2d_ref
 def test_problem_from_descriptor_and_keywords():
     p = convtune.Problem('mb1ic3ih227oc96kh11sh4n"alexnet:conv1"')
     assert (p.N, p.C, p.H, p.W, p.K, p.R, p.S) == (1, 3, 227, 227, 96, 11, 11)
-    assert p.stride == (4, 4) and p.padding == (0, 0, 0, 0) and p.name == "alexnet:conv1"
+    assert p.stride == (4, 4) and p.padding == (0, 0) and p.pads == (0, 0, 0, 0) and p.name == "alexnet:conv1"
     assert (p.OH, p.OW) == (55, 55)
     assert p.key == "g1mb1ic3ih227iw227oc96oh55ow55kh11kw11sh4sw4ph0pw0dh0dw0"
     q = convtune.Problem(N=1, C=3, H=227, W=227, K=96, R=11, S=11, stride=4)
@@ -44,14 +44,14 @@ def test_problem_equality_with_other_types():
 def test_problem_fields_accept_ints():
     p = convtune.Problem("mb1ic4ih8oc4kh3ph1")
     p.N, p.pad_top, p.name = np.int64(3), 0, "renamed"
-    assert (p.N, p.padding, p.name) == (3, (0, 1, 1, 1), "renamed")
-    assert p == convtune.Problem(N=3, C=4, H=8, W=8, K=4, R=3, S=3, padding=(0, 1, 1, 1))
+    assert (p.N, p.pads, p.name) == (3, (0, 1, 1, 1), "renamed")
+    assert p == convtune.Problem(N=3, C=4, H=8, W=8, K=4, R=3, S=3, pads=(0, 1, 1, 1))
 
 
 def test_problem_asymmetric_and_groups():
     p = convtune.Problem(N=2, C=8, H=10, W=9, K=4, R=3, S=2, stride=(2, 1),
-                         padding=(0, 1, 2, 0), dilation=(1, 2), groups=2)
-    assert p.padding == (0, 1, 2, 0) and p.stride == (2, 1) and p.dilation == (1, 2)
+                         pads=(0, 2, 1, 0), dilation=(1, 2), groups=2)
+    assert p.pads == (0, 2, 1, 0) and p.stride == (2, 1) and p.dilation == (1, 2)
     assert p.w_shape == (4, 4, 3, 2)
     assert p.OH == (10 + 1 - 3) // 2 + 1 and p.OW == (9 + 2 - 3) // 1 + 1
     d = p.to_dict()
