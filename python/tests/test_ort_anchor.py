@@ -47,7 +47,7 @@ def test_ort_model_matches_the_reference_and_convtune(descriptor, tmp_path):
     ort.y[...] = np.nan
     ort()
     ref, scale = conv2d_ref(x, w, b, stride=(d["stride_h"], d["stride_w"]),
-                            padding=(d["pad_top"], d["pad_bottom"], d["pad_left"], d["pad_right"]),
+                            pads=(d["pad_top"], d["pad_left"], d["pad_bottom"], d["pad_right"]),
                             dilation=(d["dilation_h"], d["dilation_w"]), groups=d["groups"])
     assert_close(ort.y, ref, scale)
     plan = convtune.Plan(p, perfdb=str(tmp_path / "p.sqlite"), find_mode="heuristic")
