@@ -1,11 +1,15 @@
 #include "support.hpp"
 
+#include <fcntl.h>
 #include <omp.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -327,6 +331,29 @@ conv::TuneOptions quick_tune() {
   t.batch_ms = 0;
   t.threads = 2;
   return t;
+}
+
+int spawn_logged(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> text = args;
+  std::vector<char*> argv;
+  for (auto& a : text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&files, 1, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t sigint;
+  sigemptyset(&sigint);
+  sigaddset(&sigint, SIGINT);
+  posix_spawnattr_setsigdefault(&attr, &sigint);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, argv[0], &files, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attr);
+  return spawned == 0 ? pid : -1;
 }
 
 }  // namespace convtest

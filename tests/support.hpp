@@ -131,6 +131,11 @@ struct CommandResult {
 };
 CommandResult run_command(const std::string& command);
 
+/// Starts `argv` (argv[0] a path) directly, no shell, its stdout and stderr into the file `log`,
+/// with SIGINT at its default as a terminal's foreground job has it (also when the test runs in
+/// the background). Returns the child's pid (-1 when it could not be started).
+int spawn_logged(const std::vector<std::string>& argv, const std::string& log);
+
 /// The quickest tune that still measures every candidate: one round, one run, 2 threads (what
 /// is stored or re-measured is under test, not the times).
 conv::TuneOptions quick_tune();

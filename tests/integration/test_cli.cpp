@@ -1,7 +1,5 @@
 // The autotune CLI as a user runs it: tune / explain / show on the seed batch file, the perf
 // database round trip across processes, and bad arguments (exit code 2, message names them).
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -690,19 +688,10 @@ namespace {
 // memory in KiB (wait4 reports the child's own, so earlier runs of this process do not count;
 // an upper bound: it includes this process's memory at the spawn, about 40 MB here).
 std::pair<int, long> run_measured(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> argv_text = {CONVTUNE_AUTOTUNE_EXE};
-  argv_text.insert(argv_text.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&files, 1, 2);
-  pid_t pid = -1;
-  const int spawned = posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  REQUIRE(spawned == 0);
+  std::vector<std::string> argv = {CONVTUNE_AUTOTUNE_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const pid_t pid = convtest::spawn_logged(argv, log);
+  REQUIRE(pid > 0);
   int status = 0;
   rusage usage{};
   REQUIRE(::wait4(pid, &status, 0, &usage) == pid);

@@ -1,7 +1,5 @@
 // `autotune tune` while it works: the progress of both phases on stderr, and Ctrl-C, which
 // keeps what was stored, abandons the layer being measured and says so in one line.
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,28 +26,10 @@ std::string read_text(const fs::path& path) {
 
 // `autotune ARGS...` started directly (no shell), stdout and stderr into `log`.
 pid_t start(const std::vector<std::string>& args, const fs::path& log) {
-  std::vector<std::string> text = {CONVTUNE_AUTOTUNE_EXE};
-  text.insert(text.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&files, 1, 2);
-  // SIGINT as a terminal's foreground job has it, even when this test runs in the background.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t sigint;
-  sigemptyset(&sigint);
-  sigaddset(&sigint, SIGINT);
-  posix_spawnattr_setsigdefault(&attr, &sigint);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  const int spawned = posix_spawn(&pid, argv[0], &files, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  posix_spawnattr_destroy(&attr);
-  REQUIRE(spawned == 0);
+  std::vector<std::string> argv = {CONVTUNE_AUTOTUNE_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const pid_t pid = convtest::spawn_logged(argv, log.string());
+  REQUIRE(pid > 0);
   return pid;
 }
 
